@@ -1,0 +1,130 @@
+//! Exit codes from the contract and the error type that carries one.
+//!
+//! Domain code returns `anyhow::Result`. Where a failure maps to a documented exit code
+//! (bad data, missing input, I/O), it is raised as a [`Coded`] error, built with the
+//! helpers below; `main` walks the error chain, takes the first code it finds, prints
+//! `edgeplan: {err:#}` once and exits with it. Anything uncoded is an internal error (70).
+
+use std::fmt;
+
+/// The exit codes of `docs/../shared/design/contract.md`, in one place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Exit {
+    Success = 0,
+    /// A check did not hold: `--expect`, a failed `check` case, `bench --strict`.
+    CheckFailed = 1,
+    /// Bad usage (clap's own code).
+    Usage = 2,
+    /// Nothing fits in memory (`plan --model ... --context ...`).
+    DoesNotFit = 3,
+    /// Malformed or unsupported input data (profile, manifest, catalog, model config).
+    DataErr = 65,
+    /// An input file or sysroot does not exist.
+    NoInput = 66,
+    /// Internal error: a bug.
+    Software = 70,
+    /// I/O error while reading or writing.
+    IoErr = 74,
+}
+
+impl Exit {
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+}
+
+/// An error that knows which exit code it maps to. Its message is the whole line shown
+/// to the user (`main` adds the `edgeplan: ` prefix and any context above it).
+#[derive(Debug)]
+pub struct Coded {
+    pub exit: Exit,
+    pub message: String,
+}
+
+impl fmt::Display for Coded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Coded {}
+
+/// Bad input data (exit 65).
+pub fn data_error(message: impl Into<String>) -> anyhow::Error {
+    Coded { exit: Exit::DataErr, message: message.into() }.into()
+}
+
+/// A missing input (exit 66).
+pub fn no_input(message: impl Into<String>) -> anyhow::Error {
+    Coded { exit: Exit::NoInput, message: message.into() }.into()
+}
+
+/// An I/O failure (exit 74).
+pub fn io_error(message: impl Into<String>) -> anyhow::Error {
+    Coded { exit: Exit::IoErr, message: message.into() }.into()
+}
+
+/// Maps an `std::io::Error` met while reading `what` to the right code: 66 when the
+/// file does not exist, 74 otherwise.
+pub fn read_error(what: &std::path::Path, err: &std::io::Error) -> anyhow::Error {
+    let shown = what.display();
+    match err.kind() {
+        std::io::ErrorKind::NotFound => no_input(format!("{shown}: no such file or directory")),
+        _ => io_error(format!("{shown}: cannot read: {err}")),
+    }
+}
+
+/// The exit code for an error chain: the first [`Coded`] found, else 74 for a bare I/O
+/// error, else 70.
+pub fn exit_for(err: &anyhow::Error) -> Exit {
+    for cause in err.chain() {
+        if let Some(coded) = cause.downcast_ref::<Coded>() {
+            return coded.exit;
+        }
+    }
+    for cause in err.chain() {
+        if cause.downcast_ref::<std::io::Error>().is_some() {
+            return Exit::IoErr;
+        }
+    }
+    Exit::Software
+}
+
+/// True when the chain is a closed stdout pipe, which is not an error for a CLI.
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context;
+
+    #[test]
+    fn first_code_in_the_chain_wins() {
+        let err = Err::<(), _>(data_error("bad field"))
+            .context("reading x.json")
+            .unwrap_err();
+        assert_eq!(exit_for(&err), Exit::DataErr);
+        assert_eq!(format!("{err:#}"), "reading x.json: bad field");
+    }
+
+    #[test]
+    fn uncoded_errors_are_internal_and_io_is_74() {
+        assert_eq!(exit_for(&anyhow::anyhow!("oops")), Exit::Software);
+        let io = anyhow::Error::from(std::io::Error::other("disk"));
+        assert_eq!(exit_for(&io), Exit::IoErr);
+    }
+
+    #[test]
+    fn missing_file_is_66() {
+        let err = std::fs::read("/definitely/not/here").unwrap_err();
+        let coded = read_error(std::path::Path::new("/definitely/not/here"), &err);
+        assert_eq!(exit_for(&coded), Exit::NoInput);
+    }
+}
