@@ -35,6 +35,8 @@ pub fn read(sys: &SysRoot) -> Vec<Gpu> {
         };
         if gpu.vendor == "nvidia" {
             describe_nvidia(sys, &bdf, device_id.as_deref(), &mut gpu);
+        } else {
+            gpu.name = other_name(vendor_id.as_deref(), device_id.as_deref()).map(str::to_string);
         }
         gpus.push(gpu);
     }
@@ -90,10 +92,22 @@ pub fn vendor_name(vendor_id: &str) -> &str {
         "0x8086" => "intel",
         "0x1a03" => "aspeed",
         "0x102b" => "matrox",
-        "0x1af4" | "0x1234" => "virtio",
+        "0x1af4" => "virtio",
+        "0x1234" => "qemu",
         "0x15ad" => "vmware",
         other => other,
     }
+}
+
+/// Names for the non-CUDA display devices servers and VMs commonly show.
+fn other_name(vendor: Option<&str>, device: Option<&str>) -> Option<&'static str> {
+    Some(match (vendor?, device?) {
+        ("0x1a03", "0x2000") => "ASPEED Graphics Family (BMC display)",
+        ("0x1234", "0x1111") => "QEMU standard VGA",
+        ("0x1af4", "0x1050") => "virtio-gpu",
+        ("0x102b", "0x0522" | "0x0532" | "0x0536" | "0x0538") => "Matrox G200 (BMC display)",
+        _ => return None,
+    })
 }
 
 fn parse_hex(text: &str) -> Option<u32> {

@@ -54,20 +54,20 @@ pub fn table(p: &Profile) -> String {
         "threads".to_string(),
         format!("{} usable of {} logical", count(p.cpu.usable_threads), count(p.cpu.logical_cpus)),
     ]);
-    let features: Vec<String> = KEY_FEATURES
+    let present: Vec<_> = KEY_FEATURES
         .iter()
-        .filter_map(|name| p.cpu.features.get(*name).map(|f| (name, f)))
+        .filter_map(|name| p.cpu.features.get(*name).map(|f| (*name, f)))
         .filter(|(_, f)| f.cpu)
-        .map(|(name, f)| {
-            let os = match f.os {
-                Some(true) => "",
-                Some(false) => " (OS: off)",
-                None => " (OS: ?)",
-            };
-            format!("{name}{}{os}", if f.usable { "" } else { " [not usable]" })
-        })
         .collect();
-    t.add_row(vec!["key features".to_string(), if features.is_empty() { "none".into() } else { features.join(" ") }]);
+    let mut features: Vec<String> =
+        present.iter().map(|(name, f)| if f.usable { name.to_string() } else { format!("{name}[not usable]") }).collect();
+    if features.is_empty() {
+        features.push("none".into());
+    }
+    if !present.is_empty() && present.iter().all(|(_, f)| f.os.is_none()) {
+        features.push("(OS enablement unknown: read from /proc/cpuinfo)".into());
+    }
+    t.add_row(vec!["key features".to_string(), features.join(" ")]);
     let m = &p.memory;
     t.add_row(vec![
         "memory".to_string(),
@@ -86,10 +86,14 @@ pub fn table(p: &Profile) -> String {
         t.add_row(vec![
             format!("gpu {i}"),
             format!(
-                "{} {} (cc {}, memory {}{})",
+                "{} {} ({}, memory {}{})",
                 g.vendor,
                 opt(g.name.as_deref()),
-                opt(g.compute_capability.as_deref()),
+                match (g.vendor.as_str(), g.compute_capability.as_deref()) {
+                    (_, Some(cc)) => format!("cc {cc}"),
+                    ("nvidia", None) => "cc unknown".to_string(),
+                    _ => "not CUDA".to_string(),
+                },
                 g.memory_bytes.map_or("unknown".into(), |b| gib(Some(b))),
                 g.pci_bdf.as_deref().map(|b| format!(", {b}")).unwrap_or_default()
             ),
