@@ -64,10 +64,10 @@ pub fn table(p: &Profile) -> String {
     if features.is_empty() {
         features.push("none".into());
     }
-    if !present.is_empty() && present.iter().all(|(_, f)| f.os.is_none()) {
-        features.push("(OS enablement unknown: read from /proc/cpuinfo)".into());
-    }
     t.add_row(vec!["key features".to_string(), features.join(" ")]);
+    if let Some(source) = p.cpu.sources.get("features") {
+        t.add_row(vec!["features from".to_string(), source.clone()]);
+    }
     let m = &p.memory;
     t.add_row(vec![
         "memory".to_string(),

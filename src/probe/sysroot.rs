@@ -170,6 +170,15 @@ impl SysRoot {
             .filter_map(|entry| entry.file_name().into_string().ok())
             .collect();
         names.sort();
+        // Entries are facts too (library names, PCI addresses): record them for --dump.
+        for name in &names {
+            let child = format!("{}/{name}", abs.trim_end_matches('/'));
+            match std::fs::metadata(self.path(&child)) {
+                Ok(meta) if meta.is_dir() => self.record(Access::Dir { path: child }),
+                Ok(_) => self.record(Access::Marker { path: child }),
+                Err(_) => {}
+            }
+        }
         names
     }
 
