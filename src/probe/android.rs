@@ -19,9 +19,15 @@ pub fn parse_props(text: &str, into: &mut BTreeMap<String, String>) {
         if line.starts_with('#') {
             continue;
         }
-        let Some((key, value)) = line.split_once('=') else { continue };
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
         let key = key.trim();
-        if key.is_empty() || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)) {
+        if key.is_empty()
+            || !key
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        {
             continue;
         }
         into.insert(key.to_string(), value.trim().to_string());
@@ -63,7 +69,13 @@ pub fn normalize_soc(model: &str) -> String {
     upper.split(['-', ' ']).next().unwrap_or("").to_string()
 }
 
-const LIB_DIRS: &[&str] = &["/vendor/lib64", "/system/lib64", "/vendor/lib/rfsa/adsp", "/system/lib/rfsa/adsp", "/dsp"];
+const LIB_DIRS: &[&str] = &[
+    "/vendor/lib64",
+    "/system/lib64",
+    "/vendor/lib/rfsa/adsp",
+    "/system/lib/rfsa/adsp",
+    "/dsp",
+];
 
 /// The `android` section, or `None` when the tree has no build.prop.
 pub fn read(sys: &SysRoot) -> Option<Android> {
@@ -131,7 +143,10 @@ mod tests {
     #[test]
     fn props_and_overrides() {
         let mut props = BTreeMap::new();
-        parse_props("# comment\nro.board.platform=pineapple\nro.soc.model=SM8650\ngarbage line\n=x\n", &mut props);
+        parse_props(
+            "# comment\nro.board.platform=pineapple\nro.soc.model=SM8650\ngarbage line\n=x\n",
+            &mut props,
+        );
         parse_props("ro.soc.model = SM8650 \nbad key=1\n", &mut props);
         assert_eq!(props["ro.board.platform"], "pineapple");
         assert_eq!(props["ro.soc.model"], "SM8650");

@@ -54,7 +54,10 @@ fn parse_self_cgroup(text: &str) -> Vec<Membership> {
                 .filter(|c| !c.is_empty())
                 .map(|c| c.trim_start_matches("name=").to_string())
                 .collect();
-            Some(Membership { controllers, path: path.trim().to_string() })
+            Some(Membership {
+                controllers,
+                path: path.trim().to_string(),
+            })
         })
         .collect()
 }
@@ -74,9 +77,18 @@ fn parse_mountinfo(text: &str) -> Vec<Mount> {
             };
             let controllers = right
                 .get(2)
-                .map(|opts| opts.split(',').map(|o| o.trim_start_matches("name=").to_string()).collect())
+                .map(|opts| {
+                    opts.split(',')
+                        .map(|o| o.trim_start_matches("name=").to_string())
+                        .collect()
+                })
                 .unwrap_or_default();
-            Some(Mount { root: root.to_string(), point: point.to_string(), v2, controllers })
+            Some(Mount {
+                root: root.to_string(),
+                point: point.to_string(),
+                v2,
+                controllers,
+            })
         })
         .collect()
 }
@@ -114,16 +126,27 @@ pub fn read(sys: &SysRoot) -> CgroupFacts {
         return facts;
     };
     let members = parse_self_cgroup(&self_cgroup);
-    let mounts = sys.read("/proc/self/mountinfo").map(|t| parse_mountinfo(&t)).unwrap_or_default();
+    let mounts = sys
+        .read("/proc/self/mountinfo")
+        .map(|t| parse_mountinfo(&t))
+        .unwrap_or_default();
 
     let v1_chain = |controller: &str| -> Option<Vec<String>> {
-        let member = members.iter().find(|m| m.controllers.iter().any(|c| c == controller))?;
-        let (point, root) = match mounts.iter().find(|m| !m.v2 && m.controllers.iter().any(|c| c == controller)) {
+        let member = members
+            .iter()
+            .find(|m| m.controllers.iter().any(|c| c == controller))?;
+        let (point, root) = match mounts
+            .iter()
+            .find(|m| !m.v2 && m.controllers.iter().any(|c| c == controller))
+        {
             Some(m) => (m.point.clone(), m.root.clone()),
             None => {
                 let joined = format!("/sys/fs/cgroup/{}", member.controllers.join(","));
                 let plain = format!("/sys/fs/cgroup/{controller}");
-                (if sys.exists(&plain) { plain } else { joined }, "/".to_string())
+                (
+                    if sys.exists(&plain) { plain } else { joined },
+                    "/".to_string(),
+                )
             }
         };
         Some(chain(sys, &point, &root, &member.path))
@@ -132,7 +155,9 @@ pub fn read(sys: &SysRoot) -> CgroupFacts {
         let member = members.iter().find(|m| m.controllers.is_empty())?;
         let (point, root) = match mounts.iter().find(|m| m.v2) {
             Some(m) => (m.point.clone(), m.root.clone()),
-            None if sys.exists("/sys/fs/cgroup/cgroup.controllers") => ("/sys/fs/cgroup".into(), "/".into()),
+            None if sys.exists("/sys/fs/cgroup/cgroup.controllers") => {
+                ("/sys/fs/cgroup".into(), "/".into())
+            }
             None => ("/sys/fs/cgroup/unified".into(), "/".into()),
         };
         Some(chain(sys, &point, &root, &member.path))
@@ -157,8 +182,12 @@ pub fn read(sys: &SysRoot) -> CgroupFacts {
     if let Some(dirs) = v1_chain("cpu") {
         let mut best: Option<(f64, String)> = None;
         for dir in &dirs {
-            let quota = sys.read_line(&format!("{dir}/cpu.cfs_quota_us")).and_then(|t| t.parse::<i64>().ok());
-            let period = sys.read_line(&format!("{dir}/cpu.cfs_period_us")).and_then(|t| t.parse::<i64>().ok());
+            let quota = sys
+                .read_line(&format!("{dir}/cpu.cfs_quota_us"))
+                .and_then(|t| t.parse::<i64>().ok());
+            let period = sys
+                .read_line(&format!("{dir}/cpu.cfs_period_us"))
+                .and_then(|t| t.parse::<i64>().ok());
             if let (Some(q), Some(p)) = (quota, period)
                 && q > 0
                 && p > 0
@@ -178,7 +207,10 @@ pub fn read(sys: &SysRoot) -> CgroupFacts {
     let cpuset = if let Some(dirs) = v1_chain("cpuset") {
         ["cpuset.effective_cpus", "cpuset.cpus"]
             .iter()
-            .find_map(|f| sys.read_line(&format!("{}/{f}", dirs[0])).map(|t| (t, format!("{}/{f}", dirs[0]))))
+            .find_map(|f| {
+                sys.read_line(&format!("{}/{f}", dirs[0]))
+                    .map(|t| (t, format!("{}/{f}", dirs[0])))
+            })
     } else if let Some(dirs) = v2_chain() {
         let f = format!("{}/cpuset.cpus.effective", dirs[0]);
         sys.read_line(&f).map(|t| (t, f))
@@ -202,7 +234,10 @@ pub fn cpulist_count(text: &str) -> Option<u32> {
     let mut count: u32 = 0;
     for part in text.trim().split(',').filter(|p| !p.is_empty()) {
         let (lo, hi) = match part.split_once('-') {
-            Some((lo, hi)) => (lo.trim().parse::<u32>().ok()?, hi.trim().parse::<u32>().ok()?),
+            Some((lo, hi)) => (
+                lo.trim().parse::<u32>().ok()?,
+                hi.trim().parse::<u32>().ok()?,
+            ),
             None => {
                 let n = part.trim().parse::<u32>().ok()?;
                 (n, n)
@@ -216,7 +251,12 @@ pub fn cpulist_count(text: &str) -> Option<u32> {
     (count > 0).then_some(count)
 }
 
-fn min_over(sys: &SysRoot, dirs: &[String], file: &str, parse: impl Fn(&str) -> Option<u64>) -> Option<(u64, String)> {
+fn min_over(
+    sys: &SysRoot,
+    dirs: &[String],
+    file: &str,
+    parse: impl Fn(&str) -> Option<u64>,
+) -> Option<(u64, String)> {
     let mut best: Option<(u64, String)> = None;
     for dir in dirs {
         let path = format!("{dir}/{file}");
@@ -229,7 +269,12 @@ fn min_over(sys: &SysRoot, dirs: &[String], file: &str, parse: impl Fn(&str) -> 
     best
 }
 
-fn min_over_f(sys: &SysRoot, dirs: &[String], file: &str, parse: impl Fn(&str) -> Option<f64>) -> Option<(f64, String)> {
+fn min_over_f(
+    sys: &SysRoot,
+    dirs: &[String],
+    file: &str,
+    parse: impl Fn(&str) -> Option<f64>,
+) -> Option<(f64, String)> {
     let mut best: Option<(f64, String)> = None;
     for dir in dirs {
         let path = format!("{dir}/{file}");
@@ -244,7 +289,9 @@ fn min_over_f(sys: &SysRoot, dirs: &[String], file: &str, parse: impl Fn(&str) -
 
 fn first_value(sys: &SysRoot, dirs: &[String], file: &str) -> Option<(u64, String)> {
     let path = format!("{}/{file}", dirs.first()?);
-    sys.read_line(&path).and_then(|t| t.parse().ok()).map(|v| (v, path))
+    sys.read_line(&path)
+        .and_then(|t| t.parse().ok())
+        .map(|v| (v, path))
 }
 
 fn stat_value(sys: &SysRoot, dir: &str, keys: &[&str]) -> Option<(u64, String)> {
@@ -253,7 +300,10 @@ fn stat_value(sys: &SysRoot, dir: &str, keys: &[&str]) -> Option<(u64, String)> 
     keys.iter().find_map(|key| {
         text.lines().find_map(|line| {
             let (k, v) = line.split_once(' ')?;
-            (k == *key).then(|| v.trim().parse().ok()).flatten().map(|v| (v, format!("{path} {key}")))
+            (k == *key)
+                .then(|| v.trim().parse().ok())
+                .flatten()
+                .map(|v| (v, format!("{path} {key}")))
         })
     })
 }
@@ -285,7 +335,13 @@ mod tests {
     fn parses_self_cgroup_and_mountinfo() {
         let m = parse_self_cgroup("12:cpu,cpuacct:/docker/abc\n0::/user.slice\nbroken\n");
         assert_eq!(m[0].controllers, vec!["cpu", "cpuacct"]);
-        assert_eq!(m[1], Membership { controllers: vec![], path: "/user.slice".into() });
+        assert_eq!(
+            m[1],
+            Membership {
+                controllers: vec![],
+                path: "/user.slice".into()
+            }
+        );
         let mounts = parse_mountinfo(
             "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n32 31 0:29 /docker/abc /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n27 1 254:0 / / rw - ext4 /dev/vda rw\n",
         );
@@ -304,11 +360,27 @@ mod tests {
         write(r, "sys/fs/cgroup/kubepods/memory.max", "max\n");
         write(r, "sys/fs/cgroup/kubepods/pod1/memory.max", "4294967296\n");
         write(r, "sys/fs/cgroup/kubepods/pod1/cpu.max", "200000 100000\n");
-        write(r, "sys/fs/cgroup/kubepods/pod1/ctr/memory.max", "8589934592\n");
+        write(
+            r,
+            "sys/fs/cgroup/kubepods/pod1/ctr/memory.max",
+            "8589934592\n",
+        );
         write(r, "sys/fs/cgroup/kubepods/pod1/ctr/cpu.max", "max 100000\n");
-        write(r, "sys/fs/cgroup/kubepods/pod1/ctr/memory.current", "1000\n");
-        write(r, "sys/fs/cgroup/kubepods/pod1/ctr/memory.stat", "anon 10\ninactive_file 400\n");
-        write(r, "sys/fs/cgroup/kubepods/pod1/ctr/cpuset.cpus.effective", "0-7\n");
+        write(
+            r,
+            "sys/fs/cgroup/kubepods/pod1/ctr/memory.current",
+            "1000\n",
+        );
+        write(
+            r,
+            "sys/fs/cgroup/kubepods/pod1/ctr/memory.stat",
+            "anon 10\ninactive_file 400\n",
+        );
+        write(
+            r,
+            "sys/fs/cgroup/kubepods/pod1/ctr/cpuset.cpus.effective",
+            "0-7\n",
+        );
         let facts = read(&SysRoot::at(r));
         assert_eq!(facts.memory_limit.unwrap().0, 4294967296);
         assert_eq!(facts.cpu_quota.unwrap().0, 2.0);
@@ -321,12 +393,36 @@ mod tests {
     fn v1_unlimited_is_none_and_quota_is_read() {
         let dir = tempfile::tempdir().unwrap();
         let r = dir.path();
-        write(r, "proc/self/cgroup", "4:memory:/job\n1:cpu,cpuacct:/job\n0::/\n");
-        write(r, "sys/fs/cgroup/memory/job/memory.limit_in_bytes", "9223372036854771712\n");
-        write(r, "sys/fs/cgroup/memory/job/memory.usage_in_bytes", "52428800\n");
-        write(r, "sys/fs/cgroup/memory/job/memory.stat", "cache 1\ntotal_inactive_file 1048576\n");
-        write(r, "sys/fs/cgroup/cpu,cpuacct/job/cpu.cfs_quota_us", "150000\n");
-        write(r, "sys/fs/cgroup/cpu,cpuacct/job/cpu.cfs_period_us", "100000\n");
+        write(
+            r,
+            "proc/self/cgroup",
+            "4:memory:/job\n1:cpu,cpuacct:/job\n0::/\n",
+        );
+        write(
+            r,
+            "sys/fs/cgroup/memory/job/memory.limit_in_bytes",
+            "9223372036854771712\n",
+        );
+        write(
+            r,
+            "sys/fs/cgroup/memory/job/memory.usage_in_bytes",
+            "52428800\n",
+        );
+        write(
+            r,
+            "sys/fs/cgroup/memory/job/memory.stat",
+            "cache 1\ntotal_inactive_file 1048576\n",
+        );
+        write(
+            r,
+            "sys/fs/cgroup/cpu,cpuacct/job/cpu.cfs_quota_us",
+            "150000\n",
+        );
+        write(
+            r,
+            "sys/fs/cgroup/cpu,cpuacct/job/cpu.cfs_period_us",
+            "100000\n",
+        );
         write(r, "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", "-1\n");
         write(r, "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us", "100000\n");
         let facts = read(&SysRoot::at(r));

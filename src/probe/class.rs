@@ -11,8 +11,16 @@
 
 use crate::profile::{Android, Arch, Cpu, Gpu, HardwareClass, Jetson};
 
-pub fn hardware_class(arch: Arch, android: Option<&Android>, jetson: Option<&Jetson>, gpus: &[Gpu]) -> HardwareClass {
-    if android.and_then(|a| a.npu.as_ref()).is_some_and(|npu| npu.present) {
+pub fn hardware_class(
+    arch: Arch,
+    android: Option<&Android>,
+    jetson: Option<&Jetson>,
+    gpus: &[Gpu],
+) -> HardwareClass {
+    if android
+        .and_then(|a| a.npu.as_ref())
+        .is_some_and(|npu| npu.present)
+    {
         HardwareClass::NpuPhone
     } else if jetson.is_some() {
         HardwareClass::Jetson
@@ -27,10 +35,18 @@ pub fn hardware_class(arch: Arch, android: Option<&Android>, jetson: Option<&Jet
 
 /// Compute capability `"8.6"` -> at least 8.0.
 pub fn cc_has_bf16(cc: Option<&str>) -> bool {
-    cc.and_then(|cc| cc.split('.').next()).and_then(|major| major.parse::<u32>().ok()).is_some_and(|major| major >= 8)
+    cc.and_then(|cc| cc.split('.').next())
+        .and_then(|major| major.parse::<u32>().ok())
+        .is_some_and(|major| major >= 8)
 }
 
-pub fn supports_bf16(class: HardwareClass, arch: Arch, cpu: &Cpu, jetson: Option<&Jetson>, gpus: &[Gpu]) -> bool {
+pub fn supports_bf16(
+    class: HardwareClass,
+    arch: Arch,
+    cpu: &Cpu,
+    jetson: Option<&Jetson>,
+    gpus: &[Gpu],
+) -> bool {
     let usable = |name: &str| cpu.features.get(name).is_some_and(|f| f.usable);
     match class {
         HardwareClass::NpuPhone => false,
@@ -52,37 +68,126 @@ mod tests {
     use crate::profile::{Feature, Npu};
 
     fn nvidia(cc: Option<&str>) -> Gpu {
-        Gpu { vendor: "nvidia".into(), compute_capability: cc.map(str::to_string), ..Gpu::default() }
+        Gpu {
+            vendor: "nvidia".into(),
+            compute_capability: cc.map(str::to_string),
+            ..Gpu::default()
+        }
     }
 
     #[test]
     fn precedence() {
-        let phone = Android { npu: Some(Npu { present: true, ..Npu::default() }), ..Android::default() };
+        let phone = Android {
+            npu: Some(Npu {
+                present: true,
+                ..Npu::default()
+            }),
+            ..Android::default()
+        };
         let plain_android = Android::default();
         let jetson = Jetson::default();
         let gpus = [nvidia(Some("9.0"))];
-        let amd = [Gpu { vendor: "amd".into(), ..Gpu::default() }];
-        assert_eq!(hardware_class(Arch::Aarch64, Some(&phone), Some(&jetson), &gpus), HardwareClass::NpuPhone);
-        assert_eq!(hardware_class(Arch::Aarch64, Some(&plain_android), None, &[]), HardwareClass::Arm64Cpu);
-        assert_eq!(hardware_class(Arch::Aarch64, None, Some(&jetson), &gpus), HardwareClass::Jetson);
-        assert_eq!(hardware_class(Arch::X86_64, None, None, &gpus), HardwareClass::CudaDiscrete);
-        assert_eq!(hardware_class(Arch::X86_64, None, None, &amd), HardwareClass::X86Cpu);
-        assert_eq!(hardware_class(Arch::Aarch64, None, None, &[]), HardwareClass::Arm64Cpu);
+        let amd = [Gpu {
+            vendor: "amd".into(),
+            ..Gpu::default()
+        }];
+        assert_eq!(
+            hardware_class(Arch::Aarch64, Some(&phone), Some(&jetson), &gpus),
+            HardwareClass::NpuPhone
+        );
+        assert_eq!(
+            hardware_class(Arch::Aarch64, Some(&plain_android), None, &[]),
+            HardwareClass::Arm64Cpu
+        );
+        assert_eq!(
+            hardware_class(Arch::Aarch64, None, Some(&jetson), &gpus),
+            HardwareClass::Jetson
+        );
+        assert_eq!(
+            hardware_class(Arch::X86_64, None, None, &gpus),
+            HardwareClass::CudaDiscrete
+        );
+        assert_eq!(
+            hardware_class(Arch::X86_64, None, None, &amd),
+            HardwareClass::X86Cpu
+        );
+        assert_eq!(
+            hardware_class(Arch::Aarch64, None, None, &[]),
+            HardwareClass::Arm64Cpu
+        );
     }
 
     #[test]
     fn bf16_follows_the_device_that_runs_the_model() {
-        assert!(cc_has_bf16(Some("8.0")) && cc_has_bf16(Some("12.0")) && !cc_has_bf16(Some("7.5")) && !cc_has_bf16(None));
+        assert!(
+            cc_has_bf16(Some("8.0"))
+                && cc_has_bf16(Some("12.0"))
+                && !cc_has_bf16(Some("7.5"))
+                && !cc_has_bf16(None)
+        );
         let mut cpu = Cpu::default();
-        cpu.features.insert("amx_bf16".into(), Feature { cpu: true, os: Some(true), usable: true });
-        assert!(supports_bf16(HardwareClass::X86Cpu, Arch::X86_64, &cpu, None, &[]));
+        cpu.features.insert(
+            "amx_bf16".into(),
+            Feature {
+                cpu: true,
+                os: Some(true),
+                usable: true,
+            },
+        );
+        assert!(supports_bf16(
+            HardwareClass::X86Cpu,
+            Arch::X86_64,
+            &cpu,
+            None,
+            &[]
+        ));
         // A T4 box with a bf16-capable CPU: the GPU decides.
-        assert!(!supports_bf16(HardwareClass::CudaDiscrete, Arch::X86_64, &cpu, None, &[nvidia(Some("7.5"))]));
-        assert!(!supports_bf16(HardwareClass::CudaDiscrete, Arch::X86_64, &cpu, None, &[nvidia(Some("9.0")), nvidia(None)]));
-        assert!(supports_bf16(HardwareClass::CudaDiscrete, Arch::X86_64, &Cpu::default(), None, &[nvidia(Some("9.0"))]));
-        let orin = Jetson { compute_capability: Some("8.7".into()), ..Jetson::default() };
-        assert!(supports_bf16(HardwareClass::Jetson, Arch::Aarch64, &Cpu::default(), Some(&orin), &[]));
-        cpu.features.insert("amx_bf16".into(), Feature { cpu: true, os: Some(false), usable: false });
-        assert!(!supports_bf16(HardwareClass::X86Cpu, Arch::X86_64, &cpu, None, &[]));
+        assert!(!supports_bf16(
+            HardwareClass::CudaDiscrete,
+            Arch::X86_64,
+            &cpu,
+            None,
+            &[nvidia(Some("7.5"))]
+        ));
+        assert!(!supports_bf16(
+            HardwareClass::CudaDiscrete,
+            Arch::X86_64,
+            &cpu,
+            None,
+            &[nvidia(Some("9.0")), nvidia(None)]
+        ));
+        assert!(supports_bf16(
+            HardwareClass::CudaDiscrete,
+            Arch::X86_64,
+            &Cpu::default(),
+            None,
+            &[nvidia(Some("9.0"))]
+        ));
+        let orin = Jetson {
+            compute_capability: Some("8.7".into()),
+            ..Jetson::default()
+        };
+        assert!(supports_bf16(
+            HardwareClass::Jetson,
+            Arch::Aarch64,
+            &Cpu::default(),
+            Some(&orin),
+            &[]
+        ));
+        cpu.features.insert(
+            "amx_bf16".into(),
+            Feature {
+                cpu: true,
+                os: Some(false),
+                usable: false,
+            },
+        );
+        assert!(!supports_bf16(
+            HardwareClass::X86Cpu,
+            Arch::X86_64,
+            &cpu,
+            None,
+            &[]
+        ));
     }
 }

@@ -38,7 +38,9 @@ impl CpuInfo {
         let mut features: Option<BTreeSet<String>> = None;
         let mut feature_order: Vec<String> = Vec::new();
         for line in text.lines() {
-            let Some((key, value)) = line.split_once(':') else { continue };
+            let Some((key, value)) = line.split_once(':') else {
+                continue;
+            };
             let key = key.trim().trim_matches('\0');
             let value = value.trim().trim_matches('\0').trim();
             if key.is_empty() || key.len() > 40 || key.chars().any(|c| c.is_control()) {
@@ -75,7 +77,12 @@ impl CpuInfo {
             }
         }
         if let Some(set) = features {
-            info.features = Some(feature_order.into_iter().filter(|f| set.contains(f)).collect());
+            info.features = Some(
+                feature_order
+                    .into_iter()
+                    .filter(|f| set.contains(f))
+                    .collect(),
+            );
         }
         if info.implementer.as_deref().is_some_and(|i| !is_hex(i)) {
             info.implementer = None;
@@ -87,7 +94,8 @@ impl CpuInfo {
     /// `Features` or `CPU implementer` mean aarch64. `None` when it says neither.
     pub fn arch(&self) -> Option<Arch> {
         let x86 = self.flags.as_ref().is_some_and(|f| !f.is_empty()) || self.vendor_id.is_some();
-        let arm = self.features.as_ref().is_some_and(|f| !f.is_empty()) || self.implementer.is_some();
+        let arm =
+            self.features.as_ref().is_some_and(|f| !f.is_empty()) || self.implementer.is_some();
         match (x86, arm) {
             (true, false) => Some(Arch::X86_64),
             (false, true) => Some(Arch::Aarch64),
@@ -145,9 +153,18 @@ mod tests {
         let info = CpuInfo::parse(X86);
         assert_eq!(info.processors, 2);
         assert_eq!(info.vendor_id.as_deref(), Some("GenuineIntel"));
-        assert_eq!(info.model_name.as_deref(), Some("Intel(R) Xeon(R) Gold 5416S"));
-        assert_eq!((info.family, info.model, info.stepping), (Some(6), Some(143), Some(8)));
-        assert_eq!(info.flags.as_ref().unwrap(), &["fpu", "avx2", "avx512f", "amx_tile"]);
+        assert_eq!(
+            info.model_name.as_deref(),
+            Some("Intel(R) Xeon(R) Gold 5416S")
+        );
+        assert_eq!(
+            (info.family, info.model, info.stepping),
+            (Some(6), Some(143), Some(8))
+        );
+        assert_eq!(
+            info.flags.as_ref().unwrap(),
+            &["fpu", "avx2", "avx512f", "amx_tile"]
+        );
         assert_eq!(info.arch(), Some(Arch::X86_64));
     }
 
@@ -155,16 +172,23 @@ mod tests {
     fn parses_arm_and_intersects_features() {
         let info = CpuInfo::parse(ARM);
         assert_eq!(info.processors, 2);
-        assert_eq!(info.features.as_ref().unwrap(), &["fp", "asimd", "asimddp", "i8mm", "bf16"]);
+        assert_eq!(
+            info.features.as_ref().unwrap(),
+            &["fp", "asimd", "asimddp", "i8mm", "bf16"]
+        );
         assert_eq!(info.implementer.as_deref(), Some("0x41"));
         assert_eq!(info.parts, vec!["0xd40", "0xd81"]);
-        assert_eq!(info.hardware.as_deref(), Some("Qualcomm Technologies, Inc SM8650"));
+        assert_eq!(
+            info.hardware.as_deref(),
+            Some("Qualcomm Technologies, Inc SM8650")
+        );
         assert_eq!(info.arch(), Some(Arch::Aarch64));
     }
 
     #[test]
     fn garbage_gives_nothing() {
-        let junk = "\0\0\u{1}\u{fffd}flags\u{0}: \u{fffd}\u{fffd}\nrandom: words\n:::\n\nprocessor: x\n";
+        let junk =
+            "\0\0\u{1}\u{fffd}flags\u{0}: \u{fffd}\u{fffd}\nrandom: words\n:::\n\nprocessor: x\n";
         let info = CpuInfo::parse(junk);
         assert_eq!(info.arch(), None);
         assert_eq!(info.processors, 0);

@@ -18,14 +18,28 @@ pub struct Cpus {
 }
 
 /// `affinity` is the live `sched_getaffinity` count (`None` under a sysroot).
-pub fn read(sys: &SysRoot, cpuinfo_processors: u32, affinity: Option<u32>, cgroup: &CgroupFacts) -> Cpus {
+pub fn read(
+    sys: &SysRoot,
+    cpuinfo_processors: u32,
+    affinity: Option<u32>,
+    cgroup: &CgroupFacts,
+) -> Cpus {
     let mut cpus = Cpus::default();
-    if let Some(n) = sys.read_line("/sys/devices/system/cpu/online").and_then(|t| cpulist_count(&t)) {
+    if let Some(n) = sys
+        .read_line("/sys/devices/system/cpu/online")
+        .and_then(|t| cpulist_count(&t))
+    {
         cpus.logical = Some(n);
-        cpus.sources.insert("logical_cpus".into(), "/sys/devices/system/cpu/online".into());
+        cpus.sources.insert(
+            "logical_cpus".into(),
+            "/sys/devices/system/cpu/online".into(),
+        );
     } else if cpuinfo_processors > 0 {
         cpus.logical = Some(cpuinfo_processors);
-        cpus.sources.insert("logical_cpus".into(), "/proc/cpuinfo processor entries".into());
+        cpus.sources.insert(
+            "logical_cpus".into(),
+            "/proc/cpuinfo processor entries".into(),
+        );
     } else {
         sys.warn("logical CPU count unknown: no /sys/devices/system/cpu/online and no processor entries in /proc/cpuinfo");
     }
@@ -40,7 +54,10 @@ pub fn read(sys: &SysRoot, cpuinfo_processors: u32, affinity: Option<u32>, cgrou
         candidates.push((*n, source.clone()));
     }
     if let Some((quota, source)) = &cgroup.cpu_quota {
-        candidates.push((threads_for_quota(*quota), format!("{source} ({quota} CPUs, rounded down)")));
+        candidates.push((
+            threads_for_quota(*quota),
+            format!("{source} ({quota} CPUs, rounded down)"),
+        ));
     }
     if let Some((n, source)) = candidates.into_iter().min_by_key(|(n, _)| *n) {
         cpus.usable = Some(n);
@@ -51,7 +68,11 @@ pub fn read(sys: &SysRoot, cpuinfo_processors: u32, affinity: Option<u32>, cgrou
 
 /// Whole threads a CPU quota pays for: floor, at least one.
 pub fn threads_for_quota(quota: f64) -> u32 {
-    if quota.is_finite() && quota >= 1.0 { quota.floor().min(f64::from(u32::MAX)) as u32 } else { 1 }
+    if quota.is_finite() && quota >= 1.0 {
+        quota.floor().min(f64::from(u32::MAX)) as u32
+    } else {
+        1
+    }
 }
 
 /// CPUs in this process's scheduler affinity mask.
@@ -60,7 +81,8 @@ pub fn live_affinity() -> Option<u32> {
     // SAFETY: cpu_set_t is plain data; all-zero is a valid empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: the pointer and size describe `set`, which outlives the call.
-    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
     if rc != 0 {
         return None;
     }
@@ -94,7 +116,10 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("sys/devices/system/cpu")).unwrap();
         std::fs::write(dir.path().join("sys/devices/system/cpu/online"), "0-31\n").unwrap();
         let sys = SysRoot::at(dir.path());
-        let cgroup = CgroupFacts { cpu_quota: Some((3.5, "cpu.max".into())), ..Default::default() };
+        let cgroup = CgroupFacts {
+            cpu_quota: Some((3.5, "cpu.max".into())),
+            ..Default::default()
+        };
         let cpus = read(&sys, 0, None, &cgroup);
         assert_eq!(cpus.logical, Some(32));
         assert_eq!(cpus.usable, Some(3));

@@ -16,7 +16,9 @@ pub const REDACTED: &str = "REDACTED";
 
 /// Writes the accesses of `sys` below `dir`; returns how many entries were written.
 pub fn write(sys: &SysRoot, dir: &Path) -> anyhow::Result<usize> {
-    let fail = |path: &Path, err: std::io::Error| io_error(format!("{}: cannot write dump: {err}", path.display()));
+    let fail = |path: &Path, err: std::io::Error| {
+        io_error(format!("{}: cannot write dump: {err}", path.display()))
+    };
     std::fs::create_dir_all(dir).map_err(|e| fail(dir, e))?;
     let accesses = sys.accesses();
     for access in &accesses {
@@ -49,8 +51,16 @@ pub fn write(sys: &SysRoot, dir: &Path) -> anyhow::Result<usize> {
 /// The bytes to store for `path`, with identifying values replaced.
 pub fn redact(path: &str, bytes: &[u8]) -> Vec<u8> {
     let name = path.rsplit('/').next().unwrap_or(path);
-    if ["serial_number", "serial-number", "product_serial", "board_serial", "chassis_serial", "product_uuid", "machine-id"]
-        .contains(&name)
+    if [
+        "serial_number",
+        "serial-number",
+        "product_serial",
+        "board_serial",
+        "chassis_serial",
+        "product_uuid",
+        "machine-id",
+    ]
+    .contains(&name)
     {
         return format!("{REDACTED}\n").into_bytes();
     }
@@ -66,7 +76,8 @@ pub fn redact(path: &str, bytes: &[u8]) -> Vec<u8> {
             format!("{key}:\t{REDACTED}")
         } else if let Some((key, _)) = body.split_once('=').filter(|(k, _)| {
             let k = k.trim().to_ascii_lowercase();
-            !k.starts_with('#') && (k.contains("serial") || k.contains("macaddr") || k.contains("uuid"))
+            !k.starts_with('#')
+                && (k.contains("serial") || k.contains("macaddr") || k.contains("uuid"))
         }) {
             format!("{key}={REDACTED}")
         } else {
@@ -86,7 +97,8 @@ fn mask_macs(text: &str) -> String {
     while i < bytes.len() {
         if i + 17 <= bytes.len() && is_mac(&bytes[i..i + 17]) {
             let before_ok = i == 0 || !bytes[i - 1].is_ascii_hexdigit() && bytes[i - 1] != b':';
-            let after_ok = i + 17 == bytes.len() || !bytes[i + 17].is_ascii_hexdigit() && bytes[i + 17] != b':';
+            let after_ok = i + 17 == bytes.len()
+                || !bytes[i + 17].is_ascii_hexdigit() && bytes[i + 17] != b':';
             if before_ok && after_ok {
                 out.push_str("00:00:00:00:00:00");
                 i += 17;
@@ -101,7 +113,13 @@ fn mask_macs(text: &str) -> String {
 }
 
 fn is_mac(b: &[u8]) -> bool {
-    (0..17).all(|j| if j % 3 == 2 { b[j] == b':' } else { b[j].is_ascii_hexdigit() })
+    (0..17).all(|j| {
+        if j % 3 == 2 {
+            b[j] == b':'
+        } else {
+            b[j].is_ascii_hexdigit()
+        }
+    })
 }
 
 #[cfg(test)]
@@ -118,12 +136,27 @@ mod tests {
         let out = r("/proc/driver/nvidia/gpus/0000:41:00.0/information", info);
         assert!(out.contains("NVIDIA H100 PCIe") && out.contains("0000:41:00.0"));
         assert!(!out.contains("5d1c0f5e") && out.contains("GPU UUID:\tREDACTED"));
-        let props = r("/system/build.prop", "ro.serialno=R5CW12345\nro.boot.wifimacaddr=x\nro.soc.model=SM8650\n");
-        assert_eq!(props, "ro.serialno=REDACTED\nro.boot.wifimacaddr=REDACTED\nro.soc.model=SM8650\n");
-        assert_eq!(r("/sys/devices/soc0/serial_number", "3735928559\n"), "REDACTED\n");
-        let cpuinfo = r("/proc/cpuinfo", "Model\t: Raspberry Pi 5\nSerial\t\t: 0123456789abcdef\n");
+        let props = r(
+            "/system/build.prop",
+            "ro.serialno=R5CW12345\nro.boot.wifimacaddr=x\nro.soc.model=SM8650\n",
+        );
+        assert_eq!(
+            props,
+            "ro.serialno=REDACTED\nro.boot.wifimacaddr=REDACTED\nro.soc.model=SM8650\n"
+        );
+        assert_eq!(
+            r("/sys/devices/soc0/serial_number", "3735928559\n"),
+            "REDACTED\n"
+        );
+        let cpuinfo = r(
+            "/proc/cpuinfo",
+            "Model\t: Raspberry Pi 5\nSerial\t\t: 0123456789abcdef\n",
+        );
         assert_eq!(cpuinfo, "Model\t: Raspberry Pi 5\nSerial\t\t:\tREDACTED\n");
-        assert_eq!(r("/x", "mac 0a:1b:2c:3d:4e:5f end"), "mac 00:00:00:00:00:00 end");
+        assert_eq!(
+            r("/x", "mac 0a:1b:2c:3d:4e:5f end"),
+            "mac 00:00:00:00:00:00 end"
+        );
         // A PCI address or time is not a MAC.
         assert_eq!(r("/x", "0000:41:00.0 12:30:45"), "0000:41:00.0 12:30:45");
     }

@@ -19,23 +19,42 @@ pub struct LiveSignals {
 }
 
 fn found(name: Option<&str>, how: impl Into<String>) -> Option<Detection> {
-    Some(Detection { detected: true, name: name.map(str::to_string), how: Some(how.into()) })
+    Some(Detection {
+        detected: true,
+        name: name.map(str::to_string),
+        how: Some(how.into()),
+    })
 }
 
 fn not_found() -> Option<Detection> {
-    Some(Detection { detected: false, name: None, how: None })
+    Some(Detection {
+        detected: false,
+        name: None,
+        how: None,
+    })
 }
 
 /// A container manager named in a `/proc/1/cgroup` text, if any.
 pub fn container_in_cgroup(text: &str) -> Option<&'static str> {
-    let patterns = [("docker", "docker"), ("kubepods", "kubernetes"), ("containerd", "containerd"), ("libpod", "podman"), ("lxc", "lxc")];
-    patterns.iter().find(|(p, _)| text.contains(p)).map(|(_, n)| *n)
+    let patterns = [
+        ("docker", "docker"),
+        ("kubepods", "kubernetes"),
+        ("containerd", "containerd"),
+        ("libpod", "podman"),
+        ("lxc", "lxc"),
+    ];
+    patterns
+        .iter()
+        .find(|(p, _)| text.contains(p))
+        .map(|(_, n)| *n)
 }
 
 /// True when mountinfo shows an overlay filesystem at `/`.
 pub fn overlay_root(mountinfo: &str) -> bool {
     mountinfo.lines().any(|line| {
-        let Some((left, right)) = line.split_once(" - ") else { return false };
+        let Some((left, right)) = line.split_once(" - ") else {
+            return false;
+        };
         left.split(' ').nth(4) == Some("/") && right.split(' ').next() == Some("overlay")
     })
 }
@@ -45,9 +64,17 @@ pub fn read(sys: &SysRoot, cpu_flags: &[String], live: &LiveSignals) -> Environm
         found(Some("docker"), "/.dockerenv")
     } else if sys.exists("/run/.containerenv") {
         found(Some("podman"), "/run/.containerenv")
-    } else if let Some(name) = sys.read("/proc/1/cgroup").as_deref().and_then(container_in_cgroup) {
+    } else if let Some(name) = sys
+        .read("/proc/1/cgroup")
+        .as_deref()
+        .and_then(container_in_cgroup)
+    {
         found(Some(name), "/proc/1/cgroup")
-    } else if sys.read("/proc/self/mountinfo").as_deref().is_some_and(overlay_root) {
+    } else if sys
+        .read("/proc/self/mountinfo")
+        .as_deref()
+        .is_some_and(overlay_root)
+    {
         found(None, "overlay filesystem at / (/proc/self/mountinfo)")
     } else {
         not_found()
@@ -57,9 +84,10 @@ pub fn read(sys: &SysRoot, cpu_flags: &[String], live: &LiveSignals) -> Environm
     let xen = sys.read_line("/sys/hypervisor/type");
     let hypervisor = match &live.cpuid_hypervisor {
         Some((true, name)) => found(name.as_deref(), "cpuid 1.ecx[31]"),
-        _ if cpu_flags.iter().any(|f| f == "hypervisor") => {
-            found(dmi_name(dmi_vendor.as_deref()), "hypervisor flag in /proc/cpuinfo")
-        }
+        _ if cpu_flags.iter().any(|f| f == "hypervisor") => found(
+            dmi_name(dmi_vendor.as_deref()),
+            "hypervisor flag in /proc/cpuinfo",
+        ),
         _ if xen.is_some() => found(xen.as_deref(), "/sys/hypervisor/type"),
         _ => not_found(),
     };
@@ -67,12 +95,28 @@ pub fn read(sys: &SysRoot, cpu_flags: &[String], live: &LiveSignals) -> Environm
     let osrelease = sys.read_line("/proc/sys/kernel/osrelease");
     let wsl = if let Some(var) = &live.wsl_env {
         found(Some("wsl"), format!("{var} environment variable"))
-    } else if osrelease.as_deref().is_some_and(|r| r.to_ascii_lowercase().contains("microsoft")) {
-        found(Some(if osrelease.as_deref().is_some_and(|r| r.contains("WSL2")) { "wsl2" } else { "wsl" }), "\"microsoft\" in /proc/sys/kernel/osrelease")
+    } else if osrelease
+        .as_deref()
+        .is_some_and(|r| r.to_ascii_lowercase().contains("microsoft"))
+    {
+        found(
+            Some(
+                if osrelease.as_deref().is_some_and(|r| r.contains("WSL2")) {
+                    "wsl2"
+                } else {
+                    "wsl"
+                },
+            ),
+            "\"microsoft\" in /proc/sys/kernel/osrelease",
+        )
     } else {
         not_found()
     };
-    Environment { container, hypervisor, wsl }
+    Environment {
+        container,
+        hypervisor,
+        wsl,
+    }
 }
 
 /// A hypervisor/cloud name from DMI `sys_vendor`, for the sysroot case (no CPUID).
@@ -95,11 +139,21 @@ mod tests {
 
     #[test]
     fn cgroup_and_overlay_signals() {
-        assert_eq!(container_in_cgroup("12:cpu:/docker/0123abcd\n"), Some("docker"));
-        assert_eq!(container_in_cgroup("0::/kubepods.slice/x\n"), Some("kubernetes"));
+        assert_eq!(
+            container_in_cgroup("12:cpu:/docker/0123abcd\n"),
+            Some("docker")
+        );
+        assert_eq!(
+            container_in_cgroup("0::/kubepods.slice/x\n"),
+            Some("kubernetes")
+        );
         assert_eq!(container_in_cgroup("0::/\n"), None);
-        assert!(overlay_root("600 500 0:50 / / rw,relatime - overlay overlay rw,lowerdir=/a\n"));
-        assert!(!overlay_root("27 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n"));
+        assert!(overlay_root(
+            "600 500 0:50 / / rw,relatime - overlay overlay rw,lowerdir=/a\n"
+        ));
+        assert!(!overlay_root(
+            "27 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n"
+        ));
         assert!(!overlay_root("garbage\n"));
     }
 
@@ -107,15 +161,25 @@ mod tests {
     fn wsl_from_osrelease_and_env() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("proc/sys/kernel")).unwrap();
-        std::fs::write(dir.path().join("proc/sys/kernel/osrelease"), "5.15.153.1-microsoft-standard-WSL2\n").unwrap();
+        std::fs::write(
+            dir.path().join("proc/sys/kernel/osrelease"),
+            "5.15.153.1-microsoft-standard-WSL2\n",
+        )
+        .unwrap();
         let sys = SysRoot::at(dir.path());
         let env = read(&sys, &[], &LiveSignals::default());
         assert_eq!(env.wsl.as_ref().unwrap().name.as_deref(), Some("wsl2"));
         assert!(!env.container.unwrap().detected);
         assert!(!env.hypervisor.unwrap().detected);
-        let live = LiveSignals { wsl_env: Some("WSL_INTEROP".into()), cpuid_hypervisor: Some((true, Some("hyperv".into()))) };
+        let live = LiveSignals {
+            wsl_env: Some("WSL_INTEROP".into()),
+            cpuid_hypervisor: Some((true, Some("hyperv".into()))),
+        };
         let env = read(&sys, &[], &live);
-        assert_eq!(env.wsl.unwrap().how.as_deref(), Some("WSL_INTEROP environment variable"));
+        assert_eq!(
+            env.wsl.unwrap().how.as_deref(),
+            Some("WSL_INTEROP environment variable")
+        );
         assert_eq!(env.hypervisor.unwrap().name.as_deref(), Some("hyperv"));
     }
 }

@@ -19,12 +19,21 @@ pub fn read(sys: &SysRoot) -> Vec<Gpu> {
     let mut gpus = Vec::new();
     for bdf in sys.list(PCI_DEVICES) {
         let dir = format!("{PCI_DEVICES}/{bdf}");
-        let Some(class) = sys.read_line(&format!("{dir}/class")).map(|c| c.to_lowercase()) else { continue };
+        let Some(class) = sys
+            .read_line(&format!("{dir}/class"))
+            .map(|c| c.to_lowercase())
+        else {
+            continue;
+        };
         if !(class.starts_with("0x0300") || class.starts_with("0x0302")) {
             continue;
         }
-        let vendor_id = sys.read_line(&format!("{dir}/vendor")).map(|v| v.to_lowercase());
-        let device_id = sys.read_line(&format!("{dir}/device")).map(|d| d.to_lowercase());
+        let vendor_id = sys
+            .read_line(&format!("{dir}/vendor"))
+            .map(|v| v.to_lowercase());
+        let device_id = sys
+            .read_line(&format!("{dir}/device"))
+            .map(|d| d.to_lowercase());
         let mut gpu = Gpu {
             vendor: vendor_name(vendor_id.as_deref().unwrap_or("unknown")).to_string(),
             pci_bdf: Some(bdf.clone()),
@@ -63,7 +72,12 @@ fn describe_nvidia(sys: &SysRoot, bdf: &str, device_id: Option<&str>, gpu: &mut 
         .and_then(cc_from_name)
         .map(|cc| (cc, "name table"))
         .or_else(|| by_id.map(|(_, cc)| (cc, "device-id table")))
-        .or_else(|| device_id.and_then(parse_hex).and_then(cc_from_family).map(|cc| (cc, "device-id chip family")));
+        .or_else(|| {
+            device_id
+                .and_then(parse_hex)
+                .and_then(cc_from_family)
+                .map(|cc| (cc, "device-id chip family"))
+        });
     if let Some((cc, how)) = cc {
         gpu.compute_capability = Some(cc.to_string());
         sources.insert("compute_capability".into(), how.into());
@@ -73,7 +87,10 @@ fn describe_nvidia(sys: &SysRoot, bdf: &str, device_id: Option<&str>, gpu: &mut 
             device_id.unwrap_or("?")
         ));
     }
-    sources.insert("memory_bytes".into(), "unknown without NVML (not read by this probe)".into());
+    sources.insert(
+        "memory_bytes".into(),
+        "unknown without NVML (not read by this probe)".into(),
+    );
     gpu.sources = sources;
 }
 
@@ -182,7 +199,10 @@ pub fn cc_from_name(name: &str) -> Option<&'static str> {
     if has("GH200") || has("H200") || has("H100") || has("H800") || has("H20") {
         return Some("9.0");
     }
-    if has("PRO") && has("RTX") && (has("BLACKWELL") || starts("6000") || starts("5000") || starts("4500")) {
+    if has("PRO")
+        && has("RTX")
+        && (has("BLACKWELL") || starts("6000") || starts("5000") || starts("4500"))
+    {
         return Some("12.0");
     }
     if has("ADA") || has("L4") || has("L40") || has("L40S") || has("L20") {
@@ -191,7 +211,13 @@ pub fn cc_from_name(name: &str) -> Option<&'static str> {
     if has("A100") || has("A30") || has("A800") {
         return Some("8.0");
     }
-    if has("A10") || has("A10G") || has("A40") || has("A16") || has("A2") || tokens.iter().any(|t| is_ampere_workstation(t)) {
+    if has("A10")
+        || has("A10G")
+        || has("A40")
+        || has("A16")
+        || has("A2")
+        || tokens.iter().any(|t| is_ampere_workstation(t))
+    {
         return Some("8.6");
     }
     if has("V100") || has("V100S") || (has("TITAN") && has("V")) {
@@ -222,7 +248,10 @@ pub fn cc_from_name(name: &str) -> Option<&'static str> {
 
 fn is_ampere_workstation(token: &str) -> bool {
     // RTX A2000 .. A6000 (not A100/A30/A800, handled above).
-    token.len() == 5 && token.starts_with('A') && token[1..].chars().all(|c| c.is_ascii_digit()) && token.ends_with("000")
+    token.len() == 5
+        && token.starts_with('A')
+        && token[1..].chars().all(|c| c.is_ascii_digit())
+        && token.ends_with("000")
 }
 
 #[cfg(test)]
@@ -270,9 +299,15 @@ mod tests {
         assert_eq!(cc_from_family(0x2c02), Some("12.0"));
         assert_eq!(cc_from_family(0x1b80), None);
         // Every table entry agrees with its chip family.
-        for id in [0x1db1, 0x1eb8, 0x20b0, 0x2236, 0x27b8, 0x2331, 0x2901, 0x2b85] {
+        for id in [
+            0x1db1, 0x1eb8, 0x20b0, 0x2236, 0x27b8, 0x2331, 0x2901, 0x2b85,
+        ] {
             assert_eq!(device_entry(id).map(|e| e.1), cc_from_family(id), "{id:#x}");
-            assert_eq!(cc_from_name(device_entry(id).unwrap().0), cc_from_family(id), "{id:#x}");
+            assert_eq!(
+                cc_from_name(device_entry(id).unwrap().0),
+                cc_from_family(id),
+                "{id:#x}"
+            );
         }
     }
 

@@ -18,7 +18,11 @@ pub fn parse_l4t(text: &str) -> Option<String> {
         return None;
     }
     let revision = line.split("REVISION:").nth(1).and_then(|rest| {
-        let rev: String = rest.trim().chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+        let rev: String = rest
+            .trim()
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
         let rev = rev.trim_end_matches('.').to_string();
         (!rev.is_empty()).then_some(rev)
     });
@@ -110,7 +114,10 @@ pub fn read(sys: &SysRoot) -> Option<Jetson> {
     if sys.exists("/sys/class/tegra-firmware") {
         detected_by.push("/sys/class/tegra-firmware".to_string());
     }
-    if sys.read_line("/proc/sys/kernel/osrelease").is_some_and(|r| r.contains("-tegra")) {
+    if sys
+        .read_line("/proc/sys/kernel/osrelease")
+        .is_some_and(|r| r.contains("-tegra"))
+    {
         detected_by.push("/proc/sys/kernel/osrelease (-tegra)".to_string());
     }
     if detected_by.is_empty() {
@@ -118,15 +125,20 @@ pub fn read(sys: &SysRoot) -> Option<Jetson> {
     }
     let l4t = release.as_deref().and_then(parse_l4t);
     if release.is_some() && l4t.is_none() {
-        sys.warn(format!("{}: no `# R<major> ... REVISION:` line; L4T unknown", sys.shown("/etc/nv_tegra_release")));
+        sys.warn(format!(
+            "{}: no `# R<major> ... REVISION:` line; L4T unknown",
+            sys.shown("/etc/nv_tegra_release")
+        ));
     }
     let entry = soc.as_deref().and_then(soc_entry);
     if entry.is_none() {
         sys.warn("Tegra device whose SoC is unknown (no nvidia,tegraNNN in /proc/device-tree/compatible): compute capability unknown");
     }
-    let module = sys.read("/proc/device-tree/nvidia,dtsfilename").as_deref().and_then(clean).map(|p| {
-        p.rsplit('/').next().unwrap_or(&p).to_string()
-    });
+    let module = sys
+        .read("/proc/device-tree/nvidia,dtsfilename")
+        .as_deref()
+        .and_then(clean)
+        .map(|p| p.rsplit('/').next().unwrap_or(&p).to_string());
     Some(Jetson {
         model,
         soc,
@@ -156,7 +168,10 @@ mod tests {
         assert_eq!(jetpack_for("38.2").as_deref(), Some("7.0"));
         assert_eq!(jetpack_for("39.0").as_deref(), Some("7"));
         assert_eq!(jetpack_for("12"), None);
-        assert_eq!(parse_l4t("# R35 (release), REVISION: 4.1, GCID: 33958178").as_deref(), Some("35.4.1"));
+        assert_eq!(
+            parse_l4t("# R35 (release), REVISION: 4.1, GCID: 33958178").as_deref(),
+            Some("35.4.1")
+        );
         assert_eq!(parse_l4t("# R38 (release)").as_deref(), Some("38"));
         assert_eq!(parse_l4t("garbage"), None);
         assert_eq!(parse_l4t("# Rx"), None);
@@ -169,7 +184,10 @@ mod tests {
         assert_eq!(soc_entry("tegra234"), Some(("Orin", "8.7")));
         assert_eq!(soc_entry("tegra194").unwrap().1, "7.2");
         assert_eq!(soc_entry("tegra264").unwrap().1, "11.0");
-        assert_eq!(soc_from_compatible("raspberrypi,5-model-b\0brcm,bcm2712\0"), None);
+        assert_eq!(
+            soc_from_compatible("raspberrypi,5-model-b\0brcm,bcm2712\0"),
+            None
+        );
         assert_eq!(soc_from_compatible("nvidia,tegra\0"), None);
     }
 }

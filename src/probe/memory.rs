@@ -26,9 +26,16 @@ pub fn parse_meminfo(text: &str) -> (Option<u64>, Option<u64>) {
 }
 
 /// `min(available, limit - (usage - inactive_file))`, saturating at zero.
-pub fn budget(available: Option<u64>, limit: Option<u64>, usage: Option<u64>, inactive_file: Option<u64>) -> Option<u64> {
+pub fn budget(
+    available: Option<u64>,
+    limit: Option<u64>,
+    usage: Option<u64>,
+    inactive_file: Option<u64>,
+) -> Option<u64> {
     let cgroup_free = limit.map(|limit| {
-        let working_set = usage.unwrap_or(0).saturating_sub(inactive_file.unwrap_or(0));
+        let working_set = usage
+            .unwrap_or(0)
+            .saturating_sub(inactive_file.unwrap_or(0));
         limit.saturating_sub(working_set)
     });
     match (available, cgroup_free) {
@@ -46,15 +53,26 @@ pub fn read(sys: &SysRoot, cgroup: &CgroupFacts) -> Memory {
             memory.total_bytes = total;
             memory.available_bytes = available;
             if total.is_some() {
-                memory.sources.insert("total_bytes".into(), "/proc/meminfo MemTotal".into());
+                memory
+                    .sources
+                    .insert("total_bytes".into(), "/proc/meminfo MemTotal".into());
             } else {
-                sys.warn(format!("{}: no MemTotal line; total memory unknown", sys.shown("/proc/meminfo")));
+                sys.warn(format!(
+                    "{}: no MemTotal line; total memory unknown",
+                    sys.shown("/proc/meminfo")
+                ));
             }
             if available.is_some() {
-                memory.sources.insert("available_bytes".into(), "/proc/meminfo MemAvailable".into());
+                memory.sources.insert(
+                    "available_bytes".into(),
+                    "/proc/meminfo MemAvailable".into(),
+                );
             }
         }
-        None => sys.warn(format!("{}: missing; memory unknown", sys.shown("/proc/meminfo"))),
+        None => sys.warn(format!(
+            "{}: missing; memory unknown",
+            sys.shown("/proc/meminfo")
+        )),
     }
     if let Some((limit, source)) = &cgroup.memory_limit {
         memory.limit_bytes = Some(*limit);
@@ -62,11 +80,15 @@ pub fn read(sys: &SysRoot, cgroup: &CgroupFacts) -> Memory {
     }
     if let Some((usage, source)) = &cgroup.memory_usage {
         memory.cgroup_usage_bytes = Some(*usage);
-        memory.sources.insert("cgroup_usage_bytes".into(), source.clone());
+        memory
+            .sources
+            .insert("cgroup_usage_bytes".into(), source.clone());
     }
     if let Some((inactive, source)) = &cgroup.inactive_file {
         memory.cgroup_inactive_file_bytes = Some(*inactive);
-        memory.sources.insert("cgroup_inactive_file_bytes".into(), source.clone());
+        memory
+            .sources
+            .insert("cgroup_inactive_file_bytes".into(), source.clone());
     }
     memory.budget_bytes = budget(
         memory.available_bytes,
@@ -92,9 +114,15 @@ mod tests {
     #[test]
     fn meminfo() {
         let text = "MemTotal:       24683656 kB\nMemFree:        22545736 kB\nMemAvailable:   24328196 kB\n";
-        assert_eq!(parse_meminfo(text), (Some(24683656 * 1024), Some(24328196 * 1024)));
+        assert_eq!(
+            parse_meminfo(text),
+            (Some(24683656 * 1024), Some(24328196 * 1024))
+        );
         assert_eq!(parse_meminfo("MemTotal: lots\n"), (None, None));
-        assert_eq!(parse_meminfo("MemTotal: 99999999999999999999 kB\n"), (None, None));
+        assert_eq!(
+            parse_meminfo("MemTotal: 99999999999999999999 kB\n"),
+            (None, None)
+        );
         assert_eq!(parse_meminfo("MemTotalX: 5 kB\n"), (None, None));
     }
 
@@ -102,10 +130,19 @@ mod tests {
     fn budget_ignores_page_cache() {
         let gib = 1u64 << 30;
         // 8 GiB limit, 7 GiB "used" of which 5 GiB is inactive page cache: 6 GiB free.
-        assert_eq!(budget(Some(100 * gib), Some(8 * gib), Some(7 * gib), Some(5 * gib)), Some(6 * gib));
+        assert_eq!(
+            budget(Some(100 * gib), Some(8 * gib), Some(7 * gib), Some(5 * gib)),
+            Some(6 * gib)
+        );
         // MemAvailable is lower than the cgroup's room.
-        assert_eq!(budget(Some(2 * gib), Some(8 * gib), Some(0), None), Some(2 * gib));
-        assert_eq!(budget(Some(3 * gib), None, Some(9 * gib), None), Some(3 * gib));
+        assert_eq!(
+            budget(Some(2 * gib), Some(8 * gib), Some(0), None),
+            Some(2 * gib)
+        );
+        assert_eq!(
+            budget(Some(3 * gib), None, Some(9 * gib), None),
+            Some(3 * gib)
+        );
         assert_eq!(budget(None, Some(gib), Some(2 * gib), None), Some(0));
         assert_eq!(budget(None, None, None, None), None);
     }

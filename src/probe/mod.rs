@@ -53,9 +53,17 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<Exit> {
     }
     if let Some(dir) = &args.dump {
         let count = dump::write(&sys, dir)?;
-        eprintln!("edgeplan: wrote {count} entries to {} (replay with --sysroot {})", dir.display(), dir.display());
+        eprintln!(
+            "edgeplan: wrote {count} entries to {} (replay with --sysroot {})",
+            dir.display(),
+            dir.display()
+        );
     }
-    let format = args.format.unwrap_or(if std::io::stdout().is_terminal() { ProbeFormat::Table } else { ProbeFormat::Json });
+    let format = args.format.unwrap_or(if std::io::stdout().is_terminal() {
+        ProbeFormat::Table
+    } else {
+        ProbeFormat::Json
+    });
     let text = match format {
         ProbeFormat::Json => {
             let mut text = serde_json::to_string_pretty(&profile)?;
@@ -84,12 +92,18 @@ pub fn from_sysroot(dir: &Path) -> anyhow::Result<Profile> {
 fn check_sysroot(dir: &Path) -> anyhow::Result<()> {
     match std::fs::metadata(dir) {
         Ok(meta) if meta.is_dir() => Ok(()),
-        Ok(_) => Err(no_input(format!("{}: --sysroot must be a directory (a captured / tree)", dir.display()))),
+        Ok(_) => Err(no_input(format!(
+            "{}: --sysroot must be a directory (a captured / tree)",
+            dir.display()
+        ))),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Err(no_input(format!(
             "{}: sysroot does not exist (capture one with `edgeplan probe --dump DIR`)",
             dir.display()
         ))),
-        Err(err) => Err(io_error(format!("{}: cannot open sysroot: {err}", dir.display()))),
+        Err(err) => Err(io_error(format!(
+            "{}: cannot open sysroot: {err}",
+            dir.display()
+        ))),
     }
 }
 
@@ -98,7 +112,10 @@ pub fn probe(sys: &SysRoot) -> anyhow::Result<Profile> {
     let info = match sys.read("/proc/cpuinfo") {
         Some(text) => CpuInfo::parse(&text),
         None => {
-            sys.warn(format!("{}: missing or unreadable; CPU facts unknown", sys.shown("/proc/cpuinfo")));
+            sys.warn(format!(
+                "{}: missing or unreadable; CPU facts unknown",
+                sys.shown("/proc/cpuinfo")
+            ));
             CpuInfo::default()
         }
     };
@@ -108,7 +125,11 @@ pub fn probe(sys: &SysRoot) -> anyhow::Result<Profile> {
     let mut cpu = cpu_facts(sys, arch, &info, &mut notes, &mut live);
 
     let cgroup = cgroup::read(sys);
-    let affinity = if sys.is_live() { cpus::live_affinity() } else { None };
+    let affinity = if sys.is_live() {
+        cpus::live_affinity()
+    } else {
+        None
+    };
     let counts = cpus::read(sys, info.processors, affinity, &cgroup);
     cpu.logical_cpus = counts.logical;
     cpu.usable_threads = counts.usable;
@@ -120,17 +141,29 @@ pub fn probe(sys: &SysRoot) -> anyhow::Result<Profile> {
     let mut gpus = gpu::read(sys);
     if let Some(j) = &jetson {
         let mut sources = BTreeMap::new();
-        sources.insert("compute_capability".to_string(), "Tegra SoC table".to_string());
-        sources.insert("memory_bytes".to_string(), "unified with system memory (see memory)".to_string());
-        gpus.insert(0, Gpu {
-            vendor: "nvidia".into(),
-            name: Some(format!("{} (integrated)", j.family.as_deref().unwrap_or("Tegra"))),
-            memory_bytes: None,
-            compute_capability: j.compute_capability.clone(),
-            driver: Some("nvgpu".into()),
-            sources,
-            ..Gpu::default()
-        });
+        sources.insert(
+            "compute_capability".to_string(),
+            "Tegra SoC table".to_string(),
+        );
+        sources.insert(
+            "memory_bytes".to_string(),
+            "unified with system memory (see memory)".to_string(),
+        );
+        gpus.insert(
+            0,
+            Gpu {
+                vendor: "nvidia".into(),
+                name: Some(format!(
+                    "{} (integrated)",
+                    j.family.as_deref().unwrap_or("Tegra")
+                )),
+                memory_bytes: None,
+                compute_capability: j.compute_capability.clone(),
+                driver: Some("nvgpu".into()),
+                sources,
+                ..Gpu::default()
+            },
+        );
     }
     let android = android::read(sys);
     if sys.is_live() {
@@ -141,9 +174,14 @@ pub fn probe(sys: &SysRoot) -> anyhow::Result<Profile> {
     }
     let environment = environment::read(sys, &cpu.flags, &live);
 
-    let discrete: Vec<Gpu> = gpus.iter().filter(|g| g.pci_bdf.is_some()).cloned().collect();
+    let discrete: Vec<Gpu> = gpus
+        .iter()
+        .filter(|g| g.pci_bdf.is_some())
+        .cloned()
+        .collect();
     let hardware_class = class::hardware_class(arch, android.as_ref(), jetson.as_ref(), &discrete);
-    let supports_bf16 = class::supports_bf16(hardware_class, arch, &cpu, jetson.as_ref(), &discrete);
+    let supports_bf16 =
+        class::supports_bf16(hardware_class, arch, &cpu, jetson.as_ref(), &discrete);
 
     let mut warnings = sys.take_warnings();
     warnings.extend(notes);
@@ -151,7 +189,13 @@ pub fn probe(sys: &SysRoot) -> anyhow::Result<Profile> {
         schema_version: SCHEMA_VERSION,
         tool: Tool::this(),
         source: Some(if sys.is_live() { "live" } else { "sysroot" }.to_string()),
-        label: (!sys.is_live()).then(|| sys.root().file_name().map(|n| n.to_string_lossy().into_owned())).flatten(),
+        label: (!sys.is_live())
+            .then(|| {
+                sys.root()
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+            })
+            .flatten(),
         arch,
         hardware_class,
         supports_bf16,
@@ -173,24 +217,32 @@ fn decide_arch(sys: &SysRoot, info: &CpuInfo) -> anyhow::Result<Arch> {
         return match std::env::consts::ARCH {
             "x86_64" => Ok(Arch::X86_64),
             "aarch64" => Ok(Arch::Aarch64),
-            other => Err(data_error(format!("this host's architecture {other} is not one edgeplan profiles (x86_64, aarch64)"))),
+            other => Err(data_error(format!(
+                "this host's architecture {other} is not one edgeplan profiles (x86_64, aarch64)"
+            ))),
         };
     }
     if let Some(arch) = info.arch() {
         return Ok(arch);
     }
-    let abi = ["/vendor/build.prop", "/system/build.prop"].iter().find_map(|f| {
-        let mut props = BTreeMap::new();
-        android::parse_props(&sys.read(f)?, &mut props);
-        props.get("ro.product.cpu.abi").cloned()
-    });
+    let abi = ["/vendor/build.prop", "/system/build.prop"]
+        .iter()
+        .find_map(|f| {
+            let mut props = BTreeMap::new();
+            android::parse_props(&sys.read(f)?, &mut props);
+            props.get("ro.product.cpu.abi").cloned()
+        });
     let inferred = match abi.as_deref() {
         Some("arm64-v8a") => Some((Arch::Aarch64, "ro.product.cpu.abi")),
         Some("x86_64") => Some((Arch::X86_64, "ro.product.cpu.abi")),
-        _ if sys.exists("/sys/devices/system/cpu/cpu0/regs/identification/midr_el1") => {
-            Some((Arch::Aarch64, "/sys/devices/system/cpu/cpu0/regs/identification/midr_el1"))
-        }
-        _ if sys.exists("/proc/device-tree/compatible") => Some((Arch::Aarch64, "/proc/device-tree (x86 does not use a device tree)")),
+        _ if sys.exists("/sys/devices/system/cpu/cpu0/regs/identification/midr_el1") => Some((
+            Arch::Aarch64,
+            "/sys/devices/system/cpu/cpu0/regs/identification/midr_el1",
+        )),
+        _ if sys.exists("/proc/device-tree/compatible") => Some((
+            Arch::Aarch64,
+            "/proc/device-tree (x86 does not use a device tree)",
+        )),
         _ => None,
     };
     match inferred {
@@ -209,8 +261,20 @@ fn decide_arch(sys: &SysRoot, info: &CpuInfo) -> anyhow::Result<Arch> {
     }
 }
 
-fn cpu_facts(sys: &SysRoot, arch: Arch, info: &CpuInfo, notes: &mut Vec<String>, live: &mut LiveSignals) -> Cpu {
-    let mut cpu = Cpu { flags: info.words_for(arch).map(<[String]>::to_vec).unwrap_or_default(), ..Cpu::default() };
+fn cpu_facts(
+    sys: &SysRoot,
+    arch: Arch,
+    info: &CpuInfo,
+    notes: &mut Vec<String>,
+    live: &mut LiveSignals,
+) -> Cpu {
+    let mut cpu = Cpu {
+        flags: info
+            .words_for(arch)
+            .map(<[String]>::to_vec)
+            .unwrap_or_default(),
+        ..Cpu::default()
+    };
     let words_source = match arch {
         Arch::X86_64 => "/proc/cpuinfo flags",
         Arch::Aarch64 => "/proc/cpuinfo Features",
@@ -222,39 +286,71 @@ fn cpu_facts(sys: &SysRoot, arch: Arch, info: &CpuInfo, notes: &mut Vec<String>,
         Arch::X86_64 => {
             cpu.vendor = info.vendor_id.clone();
             cpu.model_name = info.model_name.clone();
-            cpu.id = (info.family.is_some() || info.model.is_some())
-                .then(|| CpuId { family: info.family, model: info.model, stepping: info.stepping, ..CpuId::default() });
+            cpu.id = (info.family.is_some() || info.model.is_some()).then(|| CpuId {
+                family: info.family,
+                model: info.model,
+                stepping: info.stepping,
+                ..CpuId::default()
+            });
         }
         Arch::Aarch64 => {
-            cpu.vendor = info.implementer.as_deref().map(|i| arm::vendor_name(i).unwrap_or(i).to_string());
+            cpu.vendor = info
+                .implementer
+                .as_deref()
+                .map(|i| arm::vendor_name(i).unwrap_or(i).to_string());
             let cores: Vec<&str> = info
                 .parts
                 .iter()
-                .filter_map(|p| info.implementer.as_deref().and_then(|i| arm::core_name(i, p)))
+                .filter_map(|p| {
+                    info.implementer
+                        .as_deref()
+                        .and_then(|i| arm::core_name(i, p))
+                })
                 .collect();
-            cpu.model_name = info.model_name.clone().or_else(|| (!cores.is_empty()).then(|| cores.join(" + ")));
-            cpu.id = info
-                .implementer
-                .as_ref()
-                .map(|i| CpuId { implementer: Some(i.clone()), parts: info.parts.clone(), ..CpuId::default() });
+            cpu.model_name = info
+                .model_name
+                .clone()
+                .or_else(|| (!cores.is_empty()).then(|| cores.join(" + ")));
+            cpu.id = info.implementer.as_ref().map(|i| CpuId {
+                implementer: Some(i.clone()),
+                parts: info.parts.clone(),
+                ..CpuId::default()
+            });
         }
     }
 
-    let live_x86 = if sys.is_live() && arch == Arch::X86_64 { x86::native() } else { None };
-    let live_arm = if sys.is_live() && arch == Arch::Aarch64 { arm::live_hwcaps() } else { None };
+    let live_x86 = if sys.is_live() && arch == Arch::X86_64 {
+        x86::native()
+    } else {
+        None
+    };
+    let live_arm = if sys.is_live() && arch == Arch::Aarch64 {
+        arm::live_hwcaps()
+    } else {
+        None
+    };
     if let Some(native) = live_x86 {
         let facts = x86::probe(&native);
         cpu.vendor = facts.vendor.clone().or(cpu.vendor);
         cpu.model_name = facts.brand.clone().or(cpu.model_name);
-        cpu.id = Some(CpuId { family: Some(facts.family), model: Some(facts.model), stepping: Some(facts.stepping), ..CpuId::default() });
+        cpu.id = Some(CpuId {
+            family: Some(facts.family),
+            model: Some(facts.model),
+            stepping: Some(facts.stepping),
+            ..CpuId::default()
+        });
         cpu.features = facts.features.clone();
-        cpu.sources.insert("features".into(), "cpuid + xgetbv (XCR0) + arch_prctl(ARCH_REQ_XCOMP_PERM) + cpuid 0x1D".into());
+        cpu.sources.insert(
+            "features".into(),
+            "cpuid + xgetbv (XCR0) + arch_prctl(ARCH_REQ_XCOMP_PERM) + cpuid 0x1D".into(),
+        );
         live.cpuid_hypervisor = Some((facts.hypervisor, facts.hypervisor_name.clone()));
         notes.extend(facts.notes.iter().cloned());
         cross_check(&cpu, notes);
     } else if let Some((hwcap, hwcap2)) = live_arm {
         cpu.features = arm::from_hwcaps(hwcap, hwcap2);
-        cpu.sources.insert("features".into(), "getauxval(AT_HWCAP, AT_HWCAP2)".into());
+        cpu.sources
+            .insert("features".into(), "getauxval(AT_HWCAP, AT_HWCAP2)".into());
         cross_check(&cpu, notes);
     } else if let Some(words) = info.words_for(arch) {
         cpu.features = match arch {
@@ -262,15 +358,30 @@ fn cpu_facts(sys: &SysRoot, arch: Arch, info: &CpuInfo, notes: &mut Vec<String>,
                 .iter()
                 .map(|spec| {
                     let on = words.iter().any(|w| w == spec.name);
-                    (spec.name.to_string(), Feature { cpu: on, os: None, usable: on })
+                    (
+                        spec.name.to_string(),
+                        Feature {
+                            cpu: on,
+                            os: None,
+                            usable: on,
+                        },
+                    )
                 })
                 .collect(),
             Arch::Aarch64 => arm::from_words(words),
         };
-        cpu.sources.insert("features".into(), format!("{words_source} (the kernel lists only what it enabled; os unknown)"));
+        cpu.sources.insert(
+            "features".into(),
+            format!("{words_source} (the kernel lists only what it enabled; os unknown)"),
+        );
     }
     if cpu.flags.is_empty() {
-        cpu.flags = cpu.features.iter().filter(|(_, f)| f.cpu).map(|(n, _)| n.clone()).collect();
+        cpu.flags = cpu
+            .features
+            .iter()
+            .filter(|(_, f)| f.cpu)
+            .map(|(n, _)| n.clone())
+            .collect();
     }
     cpu
 }
@@ -284,9 +395,14 @@ fn cross_check(cpu: &Cpu, notes: &mut Vec<String>) {
     for (name, feature) in &cpu.features {
         let listed = cpu.has_flag(name);
         if listed && !feature.usable {
-            notes.push(format!("{name}: listed in /proc/cpuinfo but not usable by this process (cpu {}, os {:?})", feature.cpu, feature.os));
+            notes.push(format!(
+                "{name}: listed in /proc/cpuinfo but not usable by this process (cpu {}, os {:?})",
+                feature.cpu, feature.os
+            ));
         } else if !listed && feature.usable {
-            notes.push(format!("{name}: usable per CPUID/HWCAP but not listed in /proc/cpuinfo (older kernel?)"));
+            notes.push(format!(
+                "{name}: usable per CPUID/HWCAP but not listed in /proc/cpuinfo (older kernel?)"
+            ));
         }
     }
 }

@@ -7,8 +7,21 @@ use crate::profile::{Detection, Profile};
 
 /// Features worth a glance, in display order; only those present in the profile show.
 const KEY_FEATURES: &[&str] = &[
-    "avx2", "avx_vnni", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_int8", "amx_bf16",
-    "asimddp", "i8mm", "bf16", "sve", "sve2", "sme",
+    "avx2",
+    "avx_vnni",
+    "avx512f",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "amx_tile",
+    "amx_int8",
+    "amx_bf16",
+    "asimddp",
+    "i8mm",
+    "bf16",
+    "sve",
+    "sve2",
+    "sme",
 ];
 
 pub fn gib(bytes: Option<u64>) -> String {
@@ -24,8 +37,16 @@ fn opt(value: Option<&str>) -> &str {
 
 fn detection(d: Option<&Detection>) -> String {
     match d {
-        Some(Detection { detected: true, name, how }) => {
-            format!("{} ({})", name.as_deref().unwrap_or("yes"), how.as_deref().unwrap_or("?"))
+        Some(Detection {
+            detected: true,
+            name,
+            how,
+        }) => {
+            format!(
+                "{} ({})",
+                name.as_deref().unwrap_or("yes"),
+                how.as_deref().unwrap_or("?")
+            )
         }
         Some(_) => "no".into(),
         None => "unknown".into(),
@@ -34,7 +55,8 @@ fn detection(d: Option<&Detection>) -> String {
 
 pub fn table(p: &Profile) -> String {
     let mut t = Table::new();
-    t.load_style(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
+    t.load_style(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled);
     t.set_header(vec!["fact", "value"]);
     let device = p
         .android
@@ -44,23 +66,55 @@ pub fn table(p: &Profile) -> String {
         .or_else(|| p.cpu.model_name.clone())
         .unwrap_or_else(|| "unknown".into());
     t.add_row(vec!["device".to_string(), device]);
-    t.add_row(vec!["source".to_string(), format!("{} {}", opt(p.source.as_deref()), p.label.as_deref().unwrap_or(""))]);
+    t.add_row(vec![
+        "source".to_string(),
+        format!(
+            "{} {}",
+            opt(p.source.as_deref()),
+            p.label.as_deref().unwrap_or("")
+        ),
+    ]);
     t.add_row(vec!["arch".to_string(), p.arch.as_str().to_string()]);
-    t.add_row(vec!["hardware_class".to_string(), p.hardware_class.to_string()]);
-    t.add_row(vec!["supports_bf16".to_string(), p.supports_bf16.to_string()]);
-    t.add_row(vec!["cpu".to_string(), format!("{} / {}", opt(p.cpu.vendor.as_deref()), opt(p.cpu.model_name.as_deref()))]);
+    t.add_row(vec![
+        "hardware_class".to_string(),
+        p.hardware_class.to_string(),
+    ]);
+    t.add_row(vec![
+        "supports_bf16".to_string(),
+        p.supports_bf16.to_string(),
+    ]);
+    t.add_row(vec![
+        "cpu".to_string(),
+        format!(
+            "{} / {}",
+            opt(p.cpu.vendor.as_deref()),
+            opt(p.cpu.model_name.as_deref())
+        ),
+    ]);
     let count = |n: Option<u32>| n.map_or("unknown".to_string(), |n| n.to_string());
     t.add_row(vec![
         "threads".to_string(),
-        format!("{} usable of {} logical", count(p.cpu.usable_threads), count(p.cpu.logical_cpus)),
+        format!(
+            "{} usable of {} logical",
+            count(p.cpu.usable_threads),
+            count(p.cpu.logical_cpus)
+        ),
     ]);
     let present: Vec<_> = KEY_FEATURES
         .iter()
         .filter_map(|name| p.cpu.features.get(*name).map(|f| (*name, f)))
         .filter(|(_, f)| f.cpu)
         .collect();
-    let mut features: Vec<String> =
-        present.iter().map(|(name, f)| if f.usable { name.to_string() } else { format!("{name}[not usable]") }).collect();
+    let mut features: Vec<String> = present
+        .iter()
+        .map(|(name, f)| {
+            if f.usable {
+                name.to_string()
+            } else {
+                format!("{name}[not usable]")
+            }
+        })
+        .collect();
     if features.is_empty() {
         features.push("none".into());
     }
@@ -95,29 +149,59 @@ pub fn table(p: &Profile) -> String {
                     _ => "not CUDA".to_string(),
                 },
                 g.memory_bytes.map_or("unknown".into(), |b| gib(Some(b))),
-                g.pci_bdf.as_deref().map(|b| format!(", {b}")).unwrap_or_default()
+                g.pci_bdf
+                    .as_deref()
+                    .map(|b| format!(", {b}"))
+                    .unwrap_or_default()
             ),
         ]);
     }
     if let Some(j) = &p.jetson {
         t.add_row(vec![
             "jetson".to_string(),
-            format!("{} L4T {} JetPack {}", opt(j.soc.as_deref()), opt(j.l4t.as_deref()), opt(j.jetpack.as_deref())),
+            format!(
+                "{} L4T {} JetPack {}",
+                opt(j.soc.as_deref()),
+                opt(j.l4t.as_deref()),
+                opt(j.jetpack.as_deref())
+            ),
         ]);
     }
     if let Some(a) = &p.android {
         let npu = a.npu.as_ref().map_or("no known NPU".to_string(), |n| {
-            format!("{} {} (present {}, verified {})", n.kind, opt(n.htp_arch.as_deref()), n.present, n.verified)
+            format!(
+                "{} {} (present {}, verified {})",
+                n.kind,
+                opt(n.htp_arch.as_deref()),
+                n.present,
+                n.verified
+            )
         });
-        t.add_row(vec!["android".to_string(), format!("{} {}: {npu}", opt(a.manufacturer.as_deref()), opt(a.soc_model.as_deref()))]);
+        t.add_row(vec![
+            "android".to_string(),
+            format!(
+                "{} {}: {npu}",
+                opt(a.manufacturer.as_deref()),
+                opt(a.soc_model.as_deref())
+            ),
+        ]);
     }
     if let Some(e) = &p.environment {
-        t.add_row(vec!["container".to_string(), detection(e.container.as_ref())]);
-        t.add_row(vec!["hypervisor".to_string(), detection(e.hypervisor.as_ref())]);
+        t.add_row(vec![
+            "container".to_string(),
+            detection(e.container.as_ref()),
+        ]);
+        t.add_row(vec![
+            "hypervisor".to_string(),
+            detection(e.hypervisor.as_ref()),
+        ]);
         t.add_row(vec!["wsl".to_string(), detection(e.wsl.as_ref())]);
     }
     if !p.warnings.is_empty() {
-        t.add_row(vec!["warnings".to_string(), format!("{} (see stderr or --format json)", p.warnings.len())]);
+        t.add_row(vec![
+            "warnings".to_string(),
+            format!("{} (see stderr or --format json)", p.warnings.len()),
+        ]);
     }
     format!("{t}\n")
 }

@@ -50,7 +50,12 @@ impl SysRoot {
     }
 
     fn new(root: PathBuf, live: bool) -> SysRoot {
-        SysRoot { root, live, accesses: RefCell::default(), warnings: RefCell::default() }
+        SysRoot {
+            root,
+            live,
+            accesses: RefCell::default(),
+            warnings: RefCell::default(),
+        }
     }
 
     /// True for the live host (CPUID, syscalls and environment may be consulted).
@@ -69,7 +74,11 @@ impl SysRoot {
 
     /// How a path is named in warnings: as given on the live host, below the root otherwise.
     pub fn shown(&self, abs: &str) -> String {
-        if self.live { abs.to_string() } else { self.path(abs).display().to_string() }
+        if self.live {
+            abs.to_string()
+        } else {
+            self.path(abs).display().to_string()
+        }
     }
 
     /// Records a warning for `profile.warnings` (and stderr, in `probe`).
@@ -128,19 +137,29 @@ impl SysRoot {
                 MAX_FILE_BYTES
             ));
         }
-        self.record(Access::File { path: abs.to_string(), bytes: bytes.clone() });
+        self.record(Access::File {
+            path: abs.to_string(),
+            bytes: bytes.clone(),
+        });
         Some(bytes)
     }
 
     /// A file as text (invalid UTF-8 replaced, NULs kept for the caller to split on).
     pub fn read(&self, abs: &str) -> Option<String> {
-        self.read_bytes(abs).map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        self.read_bytes(abs)
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
     }
 
     /// The first line of a file, trimmed; `None` when missing or empty.
     pub fn read_line(&self, abs: &str) -> Option<String> {
         let text = self.read(abs)?;
-        let line = text.lines().next().unwrap_or("").trim().trim_matches('\0').trim();
+        let line = text
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim()
+            .trim_matches('\0')
+            .trim();
         (!line.is_empty()).then(|| line.to_string())
     }
 
@@ -148,11 +167,15 @@ impl SysRoot {
     pub fn exists(&self, abs: &str) -> bool {
         match std::fs::metadata(self.path(abs)) {
             Ok(meta) if meta.is_dir() => {
-                self.record(Access::Dir { path: abs.to_string() });
+                self.record(Access::Dir {
+                    path: abs.to_string(),
+                });
                 true
             }
             Ok(_) => {
-                self.record(Access::Marker { path: abs.to_string() });
+                self.record(Access::Marker {
+                    path: abs.to_string(),
+                });
                 true
             }
             Err(_) => false,
@@ -164,7 +187,9 @@ impl SysRoot {
         let Ok(entries) = std::fs::read_dir(self.path(abs)) else {
             return Vec::new();
         };
-        self.record(Access::Dir { path: abs.to_string() });
+        self.record(Access::Dir {
+            path: abs.to_string(),
+        });
         let mut names: Vec<String> = entries
             .filter_map(|entry| entry.ok())
             .filter_map(|entry| entry.file_name().into_string().ok())
@@ -188,7 +213,10 @@ impl SysRoot {
         let real = self.path(abs);
         if let Ok(target) = std::fs::read_link(&real) {
             let name = target.file_name()?.to_string_lossy().into_owned();
-            self.record(Access::File { path: abs.to_string(), bytes: name.clone().into_bytes() });
+            self.record(Access::File {
+                path: abs.to_string(),
+                bytes: name.clone().into_bytes(),
+            });
             return Some(name);
         }
         self.read_line(abs)
@@ -203,8 +231,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("proc/cpuinfo")).unwrap();
         std::fs::write(dir.path().join("proc/meminfo"), "MemTotal: 1 kB\n").unwrap();
-        std::fs::write(dir.path().join("big"), vec![b'x'; (MAX_FILE_BYTES + 10) as usize])
-            .unwrap();
+        std::fs::write(
+            dir.path().join("big"),
+            vec![b'x'; (MAX_FILE_BYTES + 10) as usize],
+        )
+        .unwrap();
         std::os::unix::fs::symlink("loop_b", dir.path().join("loop_a")).unwrap();
         std::os::unix::fs::symlink("loop_a", dir.path().join("loop_b")).unwrap();
         dir
@@ -225,10 +256,20 @@ mod tests {
     fn reads_are_capped_and_recorded() {
         let dir = tree();
         let root = SysRoot::at(dir.path());
-        assert_eq!(root.read_bytes("/big").unwrap().len() as u64, MAX_FILE_BYTES);
+        assert_eq!(
+            root.read_bytes("/big").unwrap().len() as u64,
+            MAX_FILE_BYTES
+        );
         assert!(root.take_warnings()[0].contains("only the start"));
-        assert_eq!(root.read_line("/proc/meminfo").as_deref(), Some("MemTotal: 1 kB"));
-        assert!(root.accesses().iter().any(|a| matches!(a, Access::File { path, .. } if path == "/proc/meminfo")));
+        assert_eq!(
+            root.read_line("/proc/meminfo").as_deref(),
+            Some("MemTotal: 1 kB")
+        );
+        assert!(
+            root.accesses()
+                .iter()
+                .any(|a| matches!(a, Access::File { path, .. } if path == "/proc/meminfo"))
+        );
     }
 
     #[test]

@@ -41,7 +41,14 @@ pub fn from_hwcaps(hwcap: u64, hwcap2: u64) -> BTreeMap<String, Feature> {
                 Word::Hwcap2 => hwcap2,
             };
             let on = value >> bit & 1 == 1;
-            (name.to_string(), Feature { cpu: on, os: Some(on), usable: on })
+            (
+                name.to_string(),
+                Feature {
+                    cpu: on,
+                    os: Some(on),
+                    usable: on,
+                },
+            )
         })
         .collect()
 }
@@ -53,7 +60,14 @@ pub fn from_words(words: &[String]) -> BTreeMap<String, Feature> {
         .iter()
         .map(|&(name, _, _)| {
             let on = words.iter().any(|w| w == name);
-            (name.to_string(), Feature { cpu: on, os: None, usable: on })
+            (
+                name.to_string(),
+                Feature {
+                    cpu: on,
+                    os: None,
+                    usable: on,
+                },
+            )
         })
         .collect()
 }
@@ -117,7 +131,15 @@ mod tests {
         let hwcap2 = 1 << 1 | 1 << 13 | 1 << 14 | 1 << 23; // sve2, i8mm, bf16, sme
         let f = from_hwcaps(hwcap, hwcap2);
         for name in ["asimddp", "sve", "sve2", "i8mm", "bf16", "sme"] {
-            assert_eq!(f[name], Feature { cpu: true, os: Some(true), usable: true }, "{name}");
+            assert_eq!(
+                f[name],
+                Feature {
+                    cpu: true,
+                    os: Some(true),
+                    usable: true
+                },
+                "{name}"
+            );
         }
         assert!(!f["asimd"].usable);
         // One bit off: i8mm at 13 must not be read as bf16 at 14.
@@ -127,10 +149,27 @@ mod tests {
 
     #[test]
     fn words_give_unknown_os() {
-        let words: Vec<String> = ["fp", "asimd", "asimddp"].iter().map(|s| s.to_string()).collect();
+        let words: Vec<String> = ["fp", "asimd", "asimddp"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         let f = from_words(&words);
-        assert_eq!(f["asimddp"], Feature { cpu: true, os: None, usable: true });
-        assert_eq!(f["i8mm"], Feature { cpu: false, os: None, usable: false });
+        assert_eq!(
+            f["asimddp"],
+            Feature {
+                cpu: true,
+                os: None,
+                usable: true
+            }
+        );
+        assert_eq!(
+            f["i8mm"],
+            Feature {
+                cpu: false,
+                os: None,
+                usable: false
+            }
+        );
     }
 
     #[test]

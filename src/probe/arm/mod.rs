@@ -13,7 +13,12 @@ pub use features::{FEATURES, core_name, from_hwcaps, from_words, vendor_name};
 pub fn live_hwcaps() -> Option<(u64, u64)> {
     // SAFETY: getauxval only reads the auxiliary vector the kernel gave this process;
     // an absent entry returns 0.
-    let (hwcap, hwcap2) = unsafe { (libc::getauxval(libc::AT_HWCAP), libc::getauxval(libc::AT_HWCAP2)) };
+    let (hwcap, hwcap2) = unsafe {
+        (
+            libc::getauxval(libc::AT_HWCAP),
+            libc::getauxval(libc::AT_HWCAP2),
+        )
+    };
     Some((hwcap, hwcap2))
 }
 

@@ -74,8 +74,22 @@ pub struct Spec {
     pub state: State,
 }
 
-const fn spec(name: &'static str, leaf: u32, subleaf: u32, reg: usize, bit: u32, state: State) -> Spec {
-    Spec { name, leaf, subleaf, reg, bit, state }
+const fn spec(
+    name: &'static str,
+    leaf: u32,
+    subleaf: u32,
+    reg: usize,
+    bit: u32,
+    state: State,
+) -> Spec {
+    Spec {
+        name,
+        leaf,
+        subleaf,
+        reg,
+        bit,
+        state,
+    }
 }
 
 /// Every feature reported in `cpu.features`, keyed by its Linux `/proc/cpuinfo` name.
@@ -136,9 +150,21 @@ pub fn probe(cpu: &impl X86Cpu) -> X86Facts {
     let mut facts = X86Facts::default();
     let leaf0 = cpu.cpuid(0, 0);
     let max_leaf = leaf0[EAX];
-    let leaf1 = if max_leaf >= 1 { cpu.cpuid(1, 0) } else { [0; 4] };
-    let leaf7 = if max_leaf >= 7 { cpu.cpuid(7, 0) } else { [0; 4] };
-    let leaf7_1 = if max_leaf >= 7 && leaf7[EAX] >= 1 { cpu.cpuid(7, 1) } else { [0; 4] };
+    let leaf1 = if max_leaf >= 1 {
+        cpu.cpuid(1, 0)
+    } else {
+        [0; 4]
+    };
+    let leaf7 = if max_leaf >= 7 {
+        cpu.cpuid(7, 0)
+    } else {
+        [0; 4]
+    };
+    let leaf7_1 = if max_leaf >= 7 && leaf7[EAX] >= 1 {
+        cpu.cpuid(7, 1)
+    } else {
+        [0; 4]
+    };
     let regs_for = |leaf: u32, subleaf: u32| match (leaf, subleaf) {
         (1, _) => leaf1,
         (7, 0) => leaf7,
@@ -153,7 +179,11 @@ pub fn probe(cpu: &impl X86Cpu) -> X86Facts {
         .map(|b| b.as_str().trim().to_string())
         .filter(|b| !b.is_empty());
     let (base_family, base_model) = (leaf1[EAX] >> 8 & 0xF, leaf1[EAX] >> 4 & 0xF);
-    facts.family = if base_family == 0xF { base_family + (leaf1[EAX] >> 20 & 0xFF) } else { base_family };
+    facts.family = if base_family == 0xF {
+        base_family + (leaf1[EAX] >> 20 & 0xFF)
+    } else {
+        base_family
+    };
     facts.model = if base_family == 0x6 || base_family == 0xF {
         base_model | (leaf1[EAX] >> 16 & 0xF) << 4
     } else {
@@ -164,7 +194,10 @@ pub fn probe(cpu: &impl X86Cpu) -> X86Facts {
     facts.hypervisor = bit(leaf1, ECX, 31);
     if facts.hypervisor {
         let sig = cpu.cpuid(0x4000_0000, 0);
-        let bytes: Vec<u8> = [sig[EBX], sig[ECX], sig[EDX]].iter().flat_map(|r| r.to_le_bytes()).collect();
+        let bytes: Vec<u8> = [sig[EBX], sig[ECX], sig[EDX]]
+            .iter()
+            .flat_map(|r| r.to_le_bytes())
+            .collect();
         let text = String::from_utf8_lossy(&bytes).into_owned();
         facts.hypervisor_name = Some(hypervisor_name(&text).unwrap_or("unknown").to_string());
     }
@@ -177,9 +210,15 @@ pub fn probe(cpu: &impl X86Cpu) -> X86Facts {
     let cpu_has = |spec: &Spec| bit(regs_for(spec.leaf, spec.subleaf), spec.reg, spec.bit);
     let amx_tile_cpu = FEATURES.iter().any(|s| s.name == "amx_tile" && cpu_has(s));
     if amx_tile_cpu {
-        facts.amx_palettes = if max_leaf >= 0x1D { cpu.cpuid(0x1D, 0)[EAX] } else { 0 };
+        facts.amx_palettes = if max_leaf >= 0x1D {
+            cpu.cpuid(0x1D, 0)[EAX]
+        } else {
+            0
+        };
         if enabled(State::Amx) {
-            let granted = cpu.request_amx().is_some_and(|mask| mask & AMX_PERMISSION_BITS == AMX_PERMISSION_BITS);
+            let granted = cpu
+                .request_amx()
+                .is_some_and(|mask| mask & AMX_PERMISSION_BITS == AMX_PERMISSION_BITS);
             facts.amx_permission = Some(granted);
             if !granted {
                 facts.notes.push("AMX: the kernel did not grant XTILEDATA (arch_prctl ARCH_REQ_XCOMP_PERM; Linux >= 5.16 needed)".into());
@@ -200,7 +239,14 @@ pub fn probe(cpu: &impl X86Cpu) -> X86Facts {
             state => enabled(state),
         };
         let usable = cpu_bit && os && (spec.state != State::Amx || facts.amx_palettes >= 1);
-        facts.features.insert(spec.name.to_string(), Feature { cpu: cpu_bit, os: Some(os), usable });
+        facts.features.insert(
+            spec.name.to_string(),
+            Feature {
+                cpu: cpu_bit,
+                os: Some(os),
+                usable,
+            },
+        );
     }
     facts
 }
@@ -295,7 +341,10 @@ mod tests {
             }
         }
         fn xcr0(&self) -> u64 {
-            assert!(self.leaf1_ecx & OSXSAVE != 0, "xgetbv without OSXSAVE would fault");
+            assert!(
+                self.leaf1_ecx & OSXSAVE != 0,
+                "xgetbv without OSXSAVE would fault"
+            );
             self.xcr0
         }
         fn request_amx(&self) -> Option<u64> {
@@ -314,7 +363,21 @@ mod tests {
         let cpu = spr();
         let facts = probe(&cpu);
         assert!(cpu.asked.get());
-        for name in ["avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "avx512_fp16", "avx_vnni", "amx_tile", "amx_int8", "amx_bf16"] {
+        for name in [
+            "avx",
+            "avx2",
+            "fma",
+            "avx512f",
+            "avx512bw",
+            "avx512vl",
+            "avx512_vnni",
+            "avx512_bf16",
+            "avx512_fp16",
+            "avx_vnni",
+            "amx_tile",
+            "amx_int8",
+            "amx_bf16",
+        ] {
             assert_eq!(feat(&facts, name), (true, Some(true), true), "{name}");
         }
         assert_eq!(feat(&facts, "amx_fp16"), (false, Some(true), false));
@@ -338,7 +401,10 @@ mod tests {
         let mut cpu = spr();
         cpu.xcr0 = 0xE7 | 1 << 11 | 1 << 12;
         let facts = probe(&cpu);
-        assert!(!cpu.asked.get(), "permission must not be requested without XCR0 tile state");
+        assert!(
+            !cpu.asked.get(),
+            "permission must not be requested without XCR0 tile state"
+        );
         assert_eq!(feat(&facts, "amx_int8"), (true, Some(false), false));
         assert_eq!(feat(&facts, "avx512_bf16"), (true, Some(true), true));
         assert!(facts.notes[0].contains("XCR0"));
@@ -349,7 +415,11 @@ mod tests {
         for xcr0 in [0xE7 | 1 << 17, 0xE7 | 1 << 18] {
             let mut cpu = spr();
             cpu.xcr0 = xcr0;
-            assert_eq!(feat(&probe(&cpu), "amx_tile"), (true, Some(false), false), "{xcr0:#x}");
+            assert_eq!(
+                feat(&probe(&cpu), "amx_tile"),
+                (true, Some(false), false),
+                "{xcr0:#x}"
+            );
         }
     }
 
