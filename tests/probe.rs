@@ -437,7 +437,7 @@ fn a_fifo_in_the_tree_does_not_hang_the_probe() {
 #[test]
 fn an_enormous_cpuinfo_is_cut_at_one_mib() {
     let dir = tree();
-    let mut text = X86_CPUINFO.repeat(1);
+    let mut text = X86_CPUINFO.to_string();
     while text.len() < 3 << 20 {
         text.push_str("processor\t: 1\nbogus\t: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n\n");
     }

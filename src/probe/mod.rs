@@ -120,6 +120,22 @@ pub fn probe(sys: &SysRoot) -> anyhow::Result<Profile> {
         }
     };
     let arch = decide_arch(sys, &info)?;
+    let info = match info.arch() {
+        Some(described) if described != arch => {
+            // A live binary under emulation (qemu-user, Rosetta) reads the host's cpuinfo.
+            sys.warn(format!(
+                "{} describes a {} CPU but this process runs as {}: emulated? CPU identity from it ignored",
+                sys.shown("/proc/cpuinfo"),
+                described.as_str(),
+                arch.as_str()
+            ));
+            CpuInfo {
+                processors: info.processors,
+                ..CpuInfo::default()
+            }
+        }
+        _ => info,
+    };
     let mut notes = Vec::new();
     let mut live = LiveSignals::default();
     let mut cpu = cpu_facts(sys, arch, &info, &mut notes, &mut live);
@@ -307,10 +323,9 @@ fn cpu_facts(
                         .and_then(|i| arm::core_name(i, p))
                 })
                 .collect();
-            cpu.model_name = info
-                .model_name
-                .clone()
-                .or_else(|| (!cores.is_empty()).then(|| cores.join(" + ")));
+            cpu.model_name = (!cores.is_empty())
+                .then(|| cores.join(" + "))
+                .or_else(|| info.model_name.clone());
             cpu.id = info.implementer.as_ref().map(|i| CpuId {
                 implementer: Some(i.clone()),
                 parts: info.parts.clone(),

@@ -502,6 +502,6 @@ mod tests {
         let facts = probe(&Old);
         assert_eq!(feat(&facts, "avx"), (true, Some(true), true));
         assert_eq!(feat(&facts, "avx2"), (false, Some(true), false));
-        assert_eq!(feat(&facts, "amx_tile").0, false);
+        assert!(!feat(&facts, "amx_tile").0);
     }
 }
