@@ -205,3 +205,79 @@ pub fn table(p: &Profile) -> String {
     }
     format!("{t}\n")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{Arch, Cpu, Feature, Gpu, HardwareClass, Memory, SCHEMA_VERSION, Tool};
+
+    #[test]
+    fn table_shows_the_facts_a_person_needs() {
+        let mut cpu = Cpu {
+            usable_threads: Some(3),
+            logical_cpus: Some(32),
+            ..Cpu::default()
+        };
+        cpu.features.insert(
+            "amx_int8".into(),
+            Feature {
+                cpu: true,
+                os: Some(false),
+                usable: false,
+            },
+        );
+        cpu.features.insert(
+            "avx2".into(),
+            Feature {
+                cpu: true,
+                os: Some(true),
+                usable: true,
+            },
+        );
+        let p = Profile {
+            schema_version: SCHEMA_VERSION,
+            tool: Tool::this(),
+            source: Some("live".into()),
+            label: None,
+            arch: Arch::X86_64,
+            hardware_class: HardwareClass::CudaDiscrete,
+            supports_bf16: false,
+            cpu,
+            memory: Memory {
+                total_bytes: Some(8 << 30),
+                limit_bytes: None,
+                ..Memory::default()
+            },
+            gpus: vec![
+                Gpu {
+                    vendor: "nvidia".into(),
+                    name: Some("Tesla T4".into()),
+                    compute_capability: Some("7.5".into()),
+                    ..Gpu::default()
+                },
+                Gpu {
+                    vendor: "aspeed".into(),
+                    ..Gpu::default()
+                },
+            ],
+            jetson: None,
+            android: None,
+            environment: None,
+            warnings: vec!["something".into()],
+            measurements: None,
+        };
+        let text = table(&p);
+        for needle in [
+            "cuda_discrete",
+            "3 usable of 32 logical",
+            "avx2 amx_int8[not usable]",
+            "total 8.0 GiB",
+            "limit none",
+            "nvidia Tesla T4 (cc 7.5",
+            "aspeed unknown (not CUDA",
+            "1 (see stderr",
+        ] {
+            assert!(text.contains(needle), "{needle:?} missing from\n{text}");
+        }
+    }
+}

@@ -43,3 +43,23 @@ pub fn request_amx_permission() -> bool {
         false
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On whatever host runs the tests: the helper the kernels call and the probe agree.
+    #[test]
+    fn request_amx_permission_agrees_with_the_live_probe() {
+        let granted = request_amx_permission();
+        if let Some(cpu) = native() {
+            let facts = probe(&cpu);
+            let tile = facts.features["amx_tile"];
+            assert_eq!(granted, tile.os == Some(true), "{facts:?}");
+            // Asking twice is harmless and gives the same answer.
+            assert_eq!(granted, request_amx_permission());
+        } else {
+            assert!(!granted);
+        }
+    }
+}
