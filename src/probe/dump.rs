@@ -22,6 +22,10 @@ pub fn write(sys: &SysRoot, dir: &Path) -> anyhow::Result<usize> {
     std::fs::create_dir_all(dir).map_err(|e| fail(dir, e))?;
     let accesses = sys.accesses();
     for access in &accesses {
+        let (Access::Dir { path } | Access::File { path, .. } | Access::Marker { path }) = access;
+        if path.split('/').any(|part| part == "..") {
+            continue; // never write outside DIR (the reader refuses such paths too)
+        }
         match access {
             Access::Dir { path } => {
                 let target = dir.join(path.trim_start_matches('/'));

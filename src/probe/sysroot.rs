@@ -33,6 +33,8 @@ pub enum Access {
 #[derive(Debug)]
 pub struct SysRoot {
     root: PathBuf,
+    /// The root with symlinks resolved, to keep a captured tree's reads inside it.
+    canonical_root: PathBuf,
     live: bool,
     accesses: RefCell<Vec<Access>>,
     warnings: RefCell<Vec<String>>,
@@ -50,8 +52,10 @@ impl SysRoot {
     }
 
     fn new(root: PathBuf, live: bool) -> SysRoot {
+        let canonical_root = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
         SysRoot {
             root,
+            canonical_root,
             live,
             accesses: RefCell::default(),
             warnings: RefCell::default(),
@@ -70,6 +74,29 @@ impl SysRoot {
     /// The real path of an absolute in-tree path such as `/proc/cpuinfo`.
     pub fn path(&self, abs: &str) -> PathBuf {
         self.root.join(abs.trim_start_matches('/'))
+    }
+
+    /// The real path to open, or `None` (with a warning) when a captured tree would be
+    /// left: a `..` component (e.g. from a crafted `/proc/self/cgroup`) or a symlink
+    /// that resolves outside the root. The live root is `/`, so nothing is outside it.
+    fn inside(&self, abs: &str) -> Option<PathBuf> {
+        if abs.split('/').any(|part| part == "..") {
+            self.warn(format!("{abs}: path with `..` ignored"));
+            return None;
+        }
+        let real = self.path(abs);
+        if !self.live
+            && let Ok(resolved) = std::fs::canonicalize(&real)
+            && !resolved.starts_with(&self.canonical_root)
+        {
+            self.warn(format!(
+                "{}: resolves outside the sysroot ({}), ignored",
+                self.shown(abs),
+                resolved.display()
+            ));
+            return None;
+        }
+        Some(real)
     }
 
     /// How a path is named in warnings: as given on the live host, below the root otherwise.
@@ -108,7 +135,7 @@ impl SysRoot {
     /// The bytes of a file, capped at [`MAX_FILE_BYTES`]. `None` when it is missing
     /// (silently) or cannot be read as a regular file (with a warning).
     pub fn read_bytes(&self, abs: &str) -> Option<Vec<u8>> {
-        let real = self.path(abs);
+        let real = self.inside(abs)?;
         let meta = match std::fs::metadata(&real) {
             Ok(meta) => meta,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return None,
@@ -165,7 +192,10 @@ impl SysRoot {
 
     /// True when the path exists (file, directory or anything else).
     pub fn exists(&self, abs: &str) -> bool {
-        match std::fs::metadata(self.path(abs)) {
+        let Some(real) = self.inside(abs) else {
+            return false;
+        };
+        match std::fs::metadata(real) {
             Ok(meta) if meta.is_dir() => {
                 self.record(Access::Dir {
                     path: abs.to_string(),
@@ -184,7 +214,10 @@ impl SysRoot {
 
     /// Names in a directory, sorted; empty when it is missing or unreadable.
     pub fn list(&self, abs: &str) -> Vec<String> {
-        let Ok(entries) = std::fs::read_dir(self.path(abs)) else {
+        let Some(real) = self.inside(abs) else {
+            return Vec::new();
+        };
+        let Ok(entries) = std::fs::read_dir(real) else {
             return Vec::new();
         };
         self.record(Access::Dir {
@@ -198,10 +231,13 @@ impl SysRoot {
         // Entries are facts too (library names, PCI addresses): record them for --dump.
         for name in &names {
             let child = format!("{}/{name}", abs.trim_end_matches('/'));
-            match std::fs::metadata(self.path(&child)) {
-                Ok(meta) if meta.is_dir() => self.record(Access::Dir { path: child }),
-                Ok(_) => self.record(Access::Marker { path: child }),
-                Err(_) => {}
+            match std::fs::metadata(self.path(&child))
+                .ok()
+                .filter(|_| self.inside(&child).is_some())
+            {
+                Some(meta) if meta.is_dir() => self.record(Access::Dir { path: child }),
+                Some(_) => self.record(Access::Marker { path: child }),
+                None => {}
             }
         }
         names
@@ -210,7 +246,7 @@ impl SysRoot {
     /// The last component of a symlink's target (`driver -> ../../bus/pci/drivers/nvidia`
     /// gives `nvidia`); in a captured tree a plain file holding the name works too.
     pub fn link_name(&self, abs: &str) -> Option<String> {
-        let real = self.path(abs);
+        let real = self.inside(abs)?;
         if let Ok(target) = std::fs::read_link(&real) {
             let name = target.file_name()?.to_string_lossy().into_owned();
             self.record(Access::File {
@@ -278,6 +314,30 @@ mod tests {
         let root = SysRoot::at(dir.path());
         assert_eq!(root.read("/loop_a"), None);
         assert_eq!(root.take_warnings().len(), 1);
+    }
+
+    #[test]
+    fn reads_never_leave_a_captured_tree() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "host data\n").unwrap();
+        let dir = tree();
+        std::os::unix::fs::symlink(outside.path().join("secret"), dir.path().join("escape"))
+            .unwrap();
+        std::os::unix::fs::symlink("proc", dir.path().join("inner")).unwrap();
+        let root = SysRoot::at(dir.path());
+        assert_eq!(root.read("/escape"), None);
+        assert!(root.take_warnings()[0].contains("outside the sysroot"));
+        let up = format!(
+            "/../{}/secret",
+            outside.path().file_name().unwrap().to_string_lossy()
+        );
+        assert_eq!(root.read(&up), None);
+        assert!(!root.exists(&up));
+        // A symlink that stays inside the tree is followed.
+        assert_eq!(
+            root.read_line("/inner/meminfo").as_deref(),
+            Some("MemTotal: 1 kB")
+        );
     }
 
     #[cfg(unix)]
