@@ -669,3 +669,34 @@ fn docs_examples_run_against_fixtures() {
         "docs/profile.md has {examples} runnable examples"
     );
 }
+
+#[test]
+fn an_android_soc_without_a_known_npu_is_arm64_cpu() {
+    let dir = tree();
+    let r = dir.path();
+    put(r, "proc/cpuinfo", b"processor\t: 0\nFeatures\t: fp asimd asimddp i8mm bf16\nCPU implementer\t: 0x41\nCPU part\t: 0xd81\n\n");
+    put(
+        r,
+        "vendor/build.prop",
+        b"ro.soc.manufacturer=Mediatek\nro.soc.model=MT6989\nro.board.platform=mt6989\n",
+    );
+    let p = Profile::from_value(probe_json(r), "mtk").unwrap();
+    assert_eq!(p.hardware_class, HardwareClass::Arm64Cpu);
+    let a = p.android.as_ref().unwrap();
+    assert_eq!(a.soc_model.as_deref(), Some("MT6989"));
+    assert!(a.npu.is_none());
+    assert!(p.supports_bf16, "the CPU runs the model, and it has bf16");
+}
+
+#[test]
+fn a_dump_that_cannot_be_written_is_74() {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    edgeplan()
+        .args(["probe", "--format", "json", "--sysroot"])
+        .arg(fixture("sysroots/arm64-rpi5"))
+        .arg("--dump")
+        .arg(file.path().join("below-a-file"))
+        .assert()
+        .code(74)
+        .stderr(predicate::str::contains("cannot write dump"));
+}
