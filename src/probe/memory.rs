@@ -78,7 +78,10 @@ pub fn read(sys: &SysRoot, cgroup: &CgroupFacts) -> Memory {
         memory.limit_bytes = Some(*limit);
         memory.sources.insert("limit_bytes".into(), source.clone());
     } else if cgroup.resolved {
-        memory.sources.insert("limit_bytes".into(), "no cgroup memory limit (max or none set)".into());
+        memory.sources.insert(
+            "limit_bytes".into(),
+            "no cgroup memory limit (max or none set)".into(),
+        );
     }
     if let Some((usage, source)) = &cgroup.memory_usage {
         memory.cgroup_usage_bytes = Some(*usage);
