@@ -148,6 +148,23 @@ pub fn probe(sys: &SysRoot) -> anyhow::Result<Profile> {
     };
     let counts = cpus::read(sys, info.processors, affinity, &cgroup);
     cpu.logical_cpus = counts.logical;
+    if info.physical_cores > 0 {
+        cpu.cores_physical = Some(info.physical_cores);
+        cpu.sources.insert(
+            "cores_physical".into(),
+            "/proc/cpuinfo physical id + core id".into(),
+        );
+    }
+    if let Some(nodes) = sys
+        .read_line("/sys/devices/system/node/online")
+        .and_then(|t| cgroup::cpulist_count(&t))
+    {
+        cpu.numa_nodes = Some(nodes);
+        cpu.sources.insert(
+            "numa_nodes".into(),
+            "/sys/devices/system/node/online".into(),
+        );
+    }
     cpu.usable_threads = counts.usable;
     cpu.sources.extend(counts.sources);
     let memory = memory::read(sys, &cgroup);
