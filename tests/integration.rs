@@ -2,3 +2,4 @@
 
 mod util;
 mod cli;
+mod plan;
