@@ -7,6 +7,7 @@ pub mod bench;
 pub mod cli;
 pub mod error;
 pub mod kernels;
+pub mod model;
 pub mod plan;
 pub mod probe;
 pub mod profile;
