@@ -1079,3 +1079,39 @@ fn the_fleet_view_shows_the_fit_for_every_fixture() {
 fn memory_doc_examples_run() {
     run_doc_examples("docs/memory.md");
 }
+
+#[test]
+fn a_closed_stdout_pipe_is_not_an_error() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let line = serde_json::from_str::<serde_json::Value>(
+        &std::fs::read_to_string(profile("hand-cuda-h100")).unwrap(),
+    )
+    .unwrap()
+    .to_string();
+    let fleet = dir.path().join("fleet.jsonl");
+    std::fs::write(&fleet, format!("{line}\n").repeat(2000)).unwrap();
+    for format in ["jsonl", "table"] {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("edgeplan"))
+            .args(["plan", "--format", format, "--profile"])
+            .arg(&fleet)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = [0u8; 64];
+        child.stdout.take().unwrap().read_exact(&mut first).unwrap(); // then dropped: closed
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{format}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.stderr.is_empty(),
+            "{format}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

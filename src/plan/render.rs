@@ -40,16 +40,21 @@ pub fn vllm_flags(plan: &Plan) -> String {
 
 /// `--format json`: one pretty plan object.
 pub fn json(out: &mut dyn Write, plan: &Plan) -> anyhow::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, plan)?;
-    writeln!(out)?;
+    // Serialized first, so a closed pipe surfaces as the plain I/O error `main` expects.
+    let mut text = serde_json::to_vec_pretty(plan)?;
+    text.push(b'\n');
+    out.write_all(&text)?;
     Ok(())
 }
 
 /// `--format jsonl`: one compact plan per line.
 pub fn jsonl(out: &mut dyn Write, plans: &[Plan]) -> anyhow::Result<()> {
+    let mut line = Vec::with_capacity(8 << 10);
     for plan in plans {
-        serde_json::to_writer(&mut *out, plan)?;
-        out.write_all(b"\n")?;
+        line.clear();
+        serde_json::to_writer(&mut line, plan)?;
+        line.push(b'\n');
+        out.write_all(&line)?;
     }
     Ok(())
 }
