@@ -153,7 +153,8 @@ pub struct MemoryFit {
     pub max_context: Option<u64>,
     /// The most sequences that fit at this context (0 when not one); `null` as above.
     pub max_concurrency: Option<u64>,
-    /// For CPU paths in vLLM: `VLLM_CPU_KVCACHE_SPACE` in GiB (floor) from the budget.
+    /// For CPU paths in vLLM: `VLLM_CPU_KVCACHE_SPACE` in GiB (floor) from the budget;
+    /// `null` under 1 GiB, since vLLM reads 0 as "choose for me".
     pub vllm_cpu_kvcache_space_gib: Option<u64>,
     pub notes: Vec<String>,
 }
@@ -342,11 +343,10 @@ pub fn fit(profile: &Profile, path: &PathSpec, request: &FitRequest) -> MemoryFi
             profile.hardware_class,
             HardwareClass::X86Cpu | HardwareClass::Arm64Cpu
         );
-    let vllm_cpu_kvcache_space_gib = if cpu_vllm {
-        kv_space.map(|s| (s as f64 / GIB).floor() as u64)
-    } else {
-        None
-    };
+    // vLLM reads 0 (or unset) as "size it yourself", so under 1 GiB nothing is stated.
+    let vllm_cpu_kvcache_space_gib = kv_space
+        .map(|s| (s as f64 / GIB).floor() as u64)
+        .filter(|g| cpu_vllm && *g >= 1);
 
     let mut notes = Vec::new();
     if path.lm_head == LmHead::Quantized && model.tie_word_embeddings {
@@ -595,5 +595,88 @@ mod tests {
         assert_eq!(largest(1000, |_| true), Some(1000));
         assert_eq!(largest(1000, |_| false), None);
         assert_eq!(largest(1, |n| n <= 1), Some(1));
+    }
+
+    fn profile(class: HardwareClass, mem: (Option<u64>, Option<u64>, Option<u64>)) -> Profile {
+        let mut p = Profile::from_json(
+            r#"{"schema_version": 1, "tool": {"name": "edgeplan", "version": "0"},
+                "arch": "x86_64", "hardware_class": "x86_cpu", "supports_bf16": true,
+                "cpu": {"vendor": null, "model_name": null, "logical_cpus": 4, "usable_threads": 4,
+                        "flags": [], "features": {}},
+                "memory": {"total_bytes": null, "available_bytes": null, "limit_bytes": null}}"#,
+            "t",
+        )
+        .unwrap();
+        p.hardware_class = class;
+        (
+            p.memory.total_bytes,
+            p.memory.available_bytes,
+            p.memory.limit_bytes,
+        ) = mem;
+        p
+    }
+
+    #[test]
+    fn cpu_budget_is_the_lower_of_available_and_the_cgroup_limit() {
+        let g = 1u64 << 30;
+        let b = |m| budget(&profile(HardwareClass::X86Cpu, m)).0;
+        assert_eq!(b((Some(64 * g), Some(60 * g), Some(8 * g))), Some(8 * g));
+        assert_eq!(b((Some(64 * g), Some(60 * g), Some(100 * g))), Some(60 * g));
+        assert_eq!(
+            b((Some(64 * g), None, None)),
+            Some(64 * g),
+            "MemTotal when MemAvailable is unknown"
+        );
+        assert_eq!(b((None, None, Some(4 * g))), Some(4 * g));
+        assert_eq!(b((None, None, None)), None);
+    }
+
+    #[test]
+    fn gpu_and_jetson_budgets() {
+        let g = 1u64 << 30;
+        let mut p = profile(
+            HardwareClass::CudaDiscrete,
+            (Some(512 * g), Some(500 * g), None),
+        );
+        assert_eq!(
+            budget(&p).0,
+            None,
+            "no GPU listed: unknown, never the host RAM"
+        );
+        for mem in [Some(80 * g), Some(40 * g)] {
+            p.gpus.push(crate::profile::Gpu {
+                vendor: "nvidia".into(),
+                memory_bytes: mem,
+                ..Default::default()
+            });
+        }
+        let (bytes, source) = budget(&p);
+        assert_eq!(bytes, Some(80 * g));
+        assert!(source.contains("the first of 2 GPUs"), "{source}");
+        let jetson = profile(HardwareClass::Jetson, (Some(32 * g), Some(20 * g), None));
+        assert_eq!(budget(&jetson).0, Some(32 * g - JETSON_OS_RESERVE));
+    }
+
+    #[test]
+    fn fit_reports_zero_when_the_weights_alone_overflow() {
+        let c = Catalog::builtin();
+        let tiny = profile(HardwareClass::X86Cpu, (Some(1 << 30), Some(1 << 30), None));
+        let req = FitRequest {
+            model: qwen(),
+            context: 1024,
+            concurrency: 1,
+            kv_dtype: KvDtype::Bf16,
+            headroom: 0.1,
+        };
+        let f = fit(&tiny, c.path(PathId::W4a16Tinygemm), &req);
+        assert_eq!(
+            (f.fits, f.max_context, f.max_concurrency),
+            (Some(false), Some(0), Some(0))
+        );
+        assert!(does_not_fit_line("d", &f).contains("the weights alone do not fit"));
+        assert_eq!(
+            f.vllm_cpu_kvcache_space_gib, None,
+            "0 would tell vLLM to size it itself"
+        );
     }
 }
