@@ -458,10 +458,14 @@ pub fn env_vars(fit: &MemoryFit) -> Vec<(&'static str, String)> {
 
 /// Rows for the one-device table.
 pub fn rows(fit: &MemoryFit) -> Vec<(String, String)> {
+    let layers = |kind| {
+        let parts = fit.kv_by_layer_kind.iter().filter(|p| p.kind == kind);
+        parts.map(|p| p.layers).sum::<u64>()
+    };
     let (full, sliding, linear) = (
-        &fit.kv_by_layer_kind[0],
-        &fit.kv_by_layer_kind[1],
-        &fit.kv_by_layer_kind[2],
+        layers(LayerKindName::FullAttention),
+        layers(LayerKindName::SlidingAttention),
+        layers(LayerKindName::LinearAttention),
     );
     let pct = |v: f64| format!("{:.0}%", v * 100.0);
     let mut rows = vec![
@@ -470,10 +474,10 @@ pub fn rows(fit: &MemoryFit) -> Vec<(String, String)> {
             format!(
                 "{} ({} layers: {} full, {} sliding, {} linear attention)",
                 fit.model,
-                full.layers + sliding.layers + linear.layers,
-                full.layers,
-                sliding.layers,
-                linear.layers
+                full + sliding + linear,
+                full,
+                sliding,
+                linear
             ),
         ),
         (
