@@ -28,6 +28,7 @@ pub mod pool;
 pub mod reference;
 pub mod registry;
 pub mod scalar;
+pub mod timing;
 pub mod weights;
 
 #[cfg(target_arch = "x86_64")]
