@@ -1,4 +1,6 @@
-//! Kernel micro-benchmark: `cargo run --release --example kernels_bench -- [threads] [kernel,...] [ms]`.
+//! Kernel micro-benchmark:
+//! `cargo run --release --example kernels_bench -- [threads] [kernel,...] [ms per shape] [working set MiB] [shapes]`
+//! (`shapes` = `all` (default) or `NxK` like `256x2048` for a cache-resident compute check).
 //!
 //! Prints the pool dispatch overhead, DRAM read bandwidth, then W4A8 decode (M = 1) and
 //! prefill (M = 128, 512) timings over Qwen3-1.7B shapes, with a working set of >= 512 MB
@@ -19,11 +21,18 @@ fn main() {
         .unwrap_or_else(|| registry::for_path(KernelPath::W4A8).filter(|v| v.is_available()).map(|v| v.name.to_string()).collect());
     let budget = Duration::from_millis(args.get(3).and_then(|s| s.parse().ok()).unwrap_or(400));
     let pool = ThreadPool::new(threads).expect("thread pool");
-    let ws = 512 << 20;
+    let ws = args.get(4).and_then(|s| s.parse::<usize>().ok()).unwrap_or(512) << 20;
+    let custom: Option<(usize, usize)> = args.get(5).and_then(|s| s.split_once('x')).and_then(|(n, k)| Some((n.parse().ok()?, k.parse().ok()?)));
+    let shapes: Vec<(&str, usize, usize)> = match custom {
+        Some((n, k)) => vec![("custom", n, k)],
+        None => QWEN3_1_7B.to_vec(),
+    };
 
     println!("threads {threads}");
     println!("pool dispatch overhead (median empty run): {:.2} us", dispatch_overhead(&pool, 20_000).as_secs_f64() * 1e6);
-    println!("read bandwidth (1 GiB, {threads} threads): {:.1} GB/s", read_bandwidth(&pool, 1 << 30, Duration::from_secs(2)));
+    if custom.is_none() {
+        println!("read bandwidth (1 GiB, {threads} threads): {:.1} GB/s", read_bandwidth(&pool, 1 << 30, Duration::from_secs(2)));
+    }
     for name in &names {
         let kern = match registry::by_name(name).and_then(|v| v.ready()) {
             Ok(k) => k,
@@ -36,7 +45,7 @@ fn main() {
             if m > 1 && name.contains("scalar") {
                 continue;
             }
-            for &(layer, n, k) in QWEN3_1_7B {
+            for &(layer, n, k) in &shapes {
                 if layer == "lm_head" && m > 1 {
                     continue;
                 }

@@ -108,11 +108,13 @@ fn record_rows<const R: usize>(rec: &[u8], a: &QuantActs, g: usize, rows: [usize
     }
 }
 
-/// Four activation bytes at `x[i..i+4]` as one little-endian dword.
+/// Four activation bytes at `x[i..i+4]` as one little-endian dword (a plain unaligned load,
+/// so the broadcast folds into `vpbroadcastd reg, [mem]`).
 #[inline(always)]
 fn dword(x: &[i8], i: usize) -> i32 {
-    let b = &x[i..i + 4];
-    i32::from_le_bytes([b[0] as u8, b[1] as u8, b[2] as u8, b[3] as u8])
+    assert!(i + 4 <= x.len());
+    // SAFETY: i + 4 <= x.len() (asserted; the check is hoisted for the constant-bound loops).
+    unsafe { x.as_ptr().add(i).cast::<i32>().read_unaligned() }
 }
 
 /// Sixteen little-endian bf16 (32 bytes) widened to f32.
