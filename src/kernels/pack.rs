@@ -122,7 +122,10 @@ impl PackedW4 {
             }
             for c in 0..PANEL {
                 let (s, z) = if c < live {
-                    (Bf16::from_f32((0.001 + 0.05 * rng.uniform()) as f32), Bf16::from_f32((15.0 * rng.uniform()) as f32))
+                    (
+                        Bf16::from_f32((0.001 + 0.05 * rng.uniform()) as f32),
+                        Bf16::from_f32((15.0 * rng.uniform()) as f32),
+                    )
                 } else {
                     (Bf16::ZERO, Bf16::ZERO)
                 };
@@ -136,7 +139,12 @@ impl PackedW4 {
                 }
             }
         }
-        Ok(Self { n, k, symmetric: false, buf })
+        Ok(Self {
+            n,
+            k,
+            symmetric: false,
+            buf,
+        })
     }
 
     /// The sub-matrix made of the first `panels` panels (columns `0..min(64·panels, N)`).

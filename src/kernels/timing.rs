@@ -38,12 +38,35 @@ pub struct Timing {
     pub tmacs: f64,
     /// Calls timed.
     pub calls: usize,
+    /// Median CPU time of the calling thread per call (Linux; else equal to `secs`). With one
+    /// thread this is the kernel's own work time, robust to being descheduled on a busy host.
+    pub cpu_secs: f64,
+}
+
+/// CPU time consumed by the calling thread, in seconds.
+#[cfg(target_os = "linux")]
+pub fn thread_cpu_secs() -> Option<f64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into the valid local.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9)
+}
+
+/// CPU time consumed by the calling thread (not available on this OS).
+#[cfg(not(target_os = "linux"))]
+pub fn thread_cpu_secs() -> Option<f64> {
+    None
 }
 
 /// Sum-read `bytes` of memory on all threads of `pool`; best-of GB/s over `budget`.
 pub fn read_bandwidth(pool: &ThreadPool, bytes: usize, budget: Duration) -> f64 {
     let words = bytes / 8;
-    let buf: Vec<u64> = (0..words as u64).map(|i| i.wrapping_mul(0x9E37_79B9)).collect();
+    let buf: Vec<u64> = (0..words as u64)
+        .map(|i| i.wrapping_mul(0x9E37_79B9))
+        .collect();
     let start = Instant::now();
     let mut best = 0.0f64;
     let mut reps = 0;
@@ -84,7 +107,9 @@ pub fn time_w4a8(
         ws.push(PackedW4::random(n, k, 1 + c as u64)?);
     }
     let mut rng = Rng::new(99);
-    let x: Vec<Bf16> = (0..m * k).map(|_| Bf16::from_f32(rng.normal() as f32)).collect();
+    let x: Vec<Bf16> = (0..m * k)
+        .map(|_| Bf16::from_f32(rng.normal() as f32))
+        .collect();
     let a = QuantActs::quantize(Bf16Rows::new(&x, m, k)?)?;
     verify(kern, pool, &ws[0], &x, m, k)?;
     let mut out = vec![0.0f32; m * n];
@@ -92,15 +117,23 @@ pub fn time_w4a8(
         kern.w4a8(pool, w, &a, &mut out)?; // warm-up: page faults, scratch growth, tile config
     }
     let mut times = Vec::new();
+    let mut cpu = Vec::new();
     let start = Instant::now();
     let mut i = 0;
     while times.len() < 5 || (start.elapsed() < budget && times.len() < 100_000) {
+        let c = thread_cpu_secs();
         let t = Instant::now();
         kern.w4a8(pool, &ws[i % copies], &a, &mut out)?;
-        times.push(t.elapsed().as_secs_f64());
+        let wall = t.elapsed().as_secs_f64();
+        times.push(wall);
+        cpu.push(match (c, thread_cpu_secs()) {
+            (Some(c0), Some(c1)) => c1 - c0,
+            _ => wall,
+        });
         i += 1;
     }
     times.sort_by(f64::total_cmp);
+    cpu.sort_by(f64::total_cmp);
     let secs = times[times.len() / 2];
     Ok(Timing {
         kernel: kern.name(),
@@ -112,10 +145,18 @@ pub fn time_w4a8(
         weight_gbps: ws[0].bytes() as f64 / secs / 1e9,
         tmacs: (m * n * k) as f64 / secs / 1e12,
         calls: times.len(),
+        cpu_secs: cpu[cpu.len() / 2],
     })
 }
 
-fn verify(kern: &Ready, pool: &ThreadPool, w: &PackedW4, x: &[Bf16], m: usize, k: usize) -> Result<(), KernelError> {
+fn verify(
+    kern: &Ready,
+    pool: &ThreadPool,
+    w: &PackedW4,
+    x: &[Bf16],
+    m: usize,
+    k: usize,
+) -> Result<(), KernelError> {
     let head = w.first_panels(2);
     let mv = m.min(8);
     let a = QuantActs::quantize(Bf16Rows::new(&x[..mv * k], mv, k)?)?;

@@ -32,7 +32,13 @@ pub static W4A8_AMX: Variant = Variant {
     name: "w4a8-amx",
     isa: "amx-int8",
     phases: &[Phase::Prefill],
-    requires: &[Feature::AmxTile, Feature::AmxInt8, Feature::Avx512f, Feature::Avx512bw, Feature::Fma],
+    requires: &[
+        Feature::AmxTile,
+        Feature::AmxInt8,
+        Feature::Avx512f,
+        Feature::Avx512bw,
+        Feature::Fma,
+    ],
     rank: 40,
     kernel: KernelFn::W4A8(w4a8_amx),
 };
@@ -64,7 +70,13 @@ impl TileConfig {
             colsb[t] = 64;
             rows[t] = 16;
         }
-        Self { palette: 1, start_row: 0, reserved: [0; 14], colsb, rows }
+        Self {
+            palette: 1,
+            start_row: 0,
+            reserved: [0; 14],
+            colsb,
+            rows,
+        }
     }
 }
 
@@ -82,7 +94,14 @@ pub(super) trait Tiles: Sync {
     /// # Safety
     /// `a` is valid for reads of `16·row_blocks` rows of `lda` bytes from its offset, with
     /// at least 128 bytes per row from `a`.
-    unsafe fn block(&self, a: *const i8, lda: usize, row_blocks: usize, b: &[u8; 4 * TILE], c: &mut [i32; 4 * 256]);
+    unsafe fn block(
+        &self,
+        a: *const i8,
+        lda: usize,
+        row_blocks: usize,
+        b: &[u8; 4 * TILE],
+        c: &mut [i32; 4 * 256],
+    );
     /// `acc[r][jj·16 + col] += (D − z·A_r)·(s_w·s_a,r)` for `r < rows` of a stored C block,
     /// with `ctx` giving the per-row activation scale and sum and the per-column scale/zero.
     fn epilogue(&self, c: &[i32; 4 * 256], ctx: &EpilogueCtx<'_>, acc: &mut [f32]);
@@ -122,7 +141,14 @@ impl Tiles for Amx {
         unsafe { asm!("tilerelease", options(nostack, nomem, preserves_flags)) };
     }
 
-    unsafe fn block(&self, a: *const i8, lda: usize, row_blocks: usize, b: &[u8; 4 * TILE], c: &mut [i32; 4 * 256]) {
+    unsafe fn block(
+        &self,
+        a: *const i8,
+        lda: usize,
+        row_blocks: usize,
+        b: &[u8; 4 * TILE],
+        c: &mut [i32; 4 * 256],
+    ) {
         let (bp, cp) = (b.as_ptr(), c.as_mut_ptr());
         if row_blocks == 2 {
             // SAFETY: tiles configured by `begin` on this thread; A reads stay inside the
@@ -216,7 +242,10 @@ fn epilogue_avx512(c: &[i32; 4 * 256], ctx: &EpilogueCtx<'_>, acc: &mut [f32]) {
                 let d = _mm512_cvtepi32_ps(_mm512_loadu_si512(src.as_ptr().cast()));
                 let t = _mm512_fnmadd_ps(z, _mm512_set1_ps(ctx.big_a[r]), d);
                 let s = _mm512_mul_ps(sw, _mm512_set1_ps(ctx.sa[r]));
-                _mm512_storeu_ps(dst.as_mut_ptr(), _mm512_fmadd_ps(t, s, _mm512_loadu_ps(dst.as_ptr())));
+                _mm512_storeu_ps(
+                    dst.as_mut_ptr(),
+                    _mm512_fmadd_ps(t, s, _mm512_loadu_ps(dst.as_ptr())),
+                );
             }
         }
     }
@@ -230,7 +259,14 @@ impl Tiles for Emulated {
     fn begin(&self) {}
     fn end(&self) {}
 
-    unsafe fn block(&self, a: *const i8, lda: usize, row_blocks: usize, b: &[u8; 4 * TILE], c: &mut [i32; 4 * 256]) {
+    unsafe fn block(
+        &self,
+        a: *const i8,
+        lda: usize,
+        row_blocks: usize,
+        b: &[u8; 4 * TILE],
+        c: &mut [i32; 4 * 256],
+    ) {
         for rb in 0..row_blocks {
             for jj in 0..2 {
                 for r in 0..16 {
@@ -240,7 +276,9 @@ impl Tiles for Emulated {
                             for kq in 0..16 {
                                 for t in 0..4 {
                                     // SAFETY: within the A rows the caller guarantees.
-                                    let av = unsafe { *a.add((16 * rb + r) * lda + 64 * s + 4 * kq + t) } as i32;
+                                    let av = unsafe {
+                                        *a.add((16 * rb + r) * lda + 64 * s + 4 * kq + t)
+                                    } as i32;
                                     let bv = b[(2 * jj + s) * TILE + kq * 64 + 4 * n + t] as i32;
                                     sum += av * bv;
                                 }
@@ -257,7 +295,10 @@ impl Tiles for Emulated {
         for jj in 0..2 {
             for n in 0..16 {
                 let col = ctx.col0 + 16 * jj + n;
-                let (sw, z) = (record_scale(ctx.rec, col).to_f32(), record_zero(ctx.rec, col).to_f32());
+                let (sw, z) = (
+                    record_scale(ctx.rec, col).to_f32(),
+                    record_zero(ctx.rec, col).to_f32(),
+                );
                 for r in 0..ctx.rows {
                     let d = c[(2 * (r / 16) + jj) * 256 + (r % 16) * 16 + n] as f32;
                     let t = (-z).mul_add(ctx.big_a[r], d);
@@ -295,7 +336,13 @@ unsafe fn w4a8_amx(pool: &ThreadPool, w: &PackedW4, a: &QuantActs, out: &mut [f3
 }
 
 /// The tile driver, generic over the engine (see the module docs).
-pub(super) fn w4a8_tiles<T: Tiles>(pool: &ThreadPool, w: &PackedW4, a: &QuantActs, out: &mut [f32], tiles: &T) {
+pub(super) fn w4a8_tiles<T: Tiles>(
+    pool: &ThreadPool,
+    w: &PackedW4,
+    a: &QuantActs,
+    out: &mut [f32],
+    tiles: &T,
+) {
     let (m, n, k, groups) = (a.m(), w.n(), w.k(), w.groups());
     let halves = n.div_ceil(HALF);
     let chunks = m.div_ceil(M_CHUNK);
@@ -308,7 +355,8 @@ pub(super) fn w4a8_tiles<T: Tiles>(pool: &ThreadPool, w: &PackedW4, a: &QuantAct
         if mine.is_empty() {
             return;
         }
-        let mut scratch = wk.scratch(4 * TILE + 2 * 4 * TILE + M_CHUNK * HALF * 4 + 2 * M_CHUNK * 4);
+        let mut scratch =
+            wk.scratch(4 * TILE + 2 * 4 * TILE + M_CHUNK * HALF * 4 + 2 * M_CHUNK * 4);
         let b: &mut [u8] = carve(&mut scratch, 4 * TILE);
         let b: &mut [u8; 4 * TILE] = b.try_into().expect("4 KB B buffer");
         let cbuf: &mut [i32] = carve(&mut scratch, 2 * 4 * 256);
@@ -374,7 +422,13 @@ fn epilogue_at<T: Tiles>(
     big_a: &[f32],
     acc: &mut [f32],
 ) {
-    let ctx = EpilogueCtx { rows: live, sa: &sa[r0..r0 + live], big_a: &big_a[r0..r0 + live], rec, col0: h * HALF };
+    let ctx = EpilogueCtx {
+        rows: live,
+        sa: &sa[r0..r0 + live],
+        big_a: &big_a[r0..r0 + live],
+        rec,
+        col0: h * HALF,
+    };
     tiles.epilogue(c, &ctx, &mut acc[r0 * HALF..(r0 + live) * HALF]);
 }
 
@@ -391,20 +445,31 @@ mod tests {
     fn case(m: usize, n: usize, k: usize, seed: u64, threads: usize) {
         let w = PackedW4::random(n, k, seed).unwrap();
         let mut rng = Rng::new(seed);
-        let x: Vec<Bf16> = (0..m * k).map(|_| Bf16::from_f32(rng.normal() as f32)).collect();
+        let x: Vec<Bf16> = (0..m * k)
+            .map(|_| Bf16::from_f32(rng.normal() as f32))
+            .collect();
         let a = QuantActs::quantize(Bf16Rows::new(&x, m, k).unwrap()).unwrap();
         let want = reference::w4a8(&w.unpack(), &a);
         let pool = ThreadPool::new(threads).unwrap();
         let mut got = vec![f32::NAN; m * n];
         w4a8_tiles(&pool, &w, &a, &mut got, &Emulated);
         let err = reference::rel_error(&got, &want);
-        assert!(err < 1e-5, "emulated AMX driver M={m} N={n} K={k} seed {seed}: rel error {err:.2e}");
-        match crate::kernels::registry::by_name("w4a8-amx").unwrap().ready() {
+        assert!(
+            err < 1e-5,
+            "emulated AMX driver M={m} N={n} K={k} seed {seed}: rel error {err:.2e}"
+        );
+        match crate::kernels::registry::by_name("w4a8-amx")
+            .unwrap()
+            .ready()
+        {
             Ok(amx) => {
                 let mut hw = vec![f32::NAN; m * n];
                 amx.w4a8(&pool, &w, &a, &mut hw).unwrap();
                 let err = reference::rel_error(&hw, &want);
-                assert!(err < 1e-5, "w4a8-amx M={m} N={n} K={k} seed {seed}: rel error {err:.2e}");
+                assert!(
+                    err < 1e-5,
+                    "w4a8-amx M={m} N={n} K={k} seed {seed}: rel error {err:.2e}"
+                );
             }
             Err(e) => eprintln!("SKIPPED w4a8-amx hardware check (M={m}): {e}"),
         }
@@ -436,7 +501,10 @@ mod tests {
                             for t in 0..4 {
                                 let col = 32 * h + 16 * jj + n;
                                 let kk = 64 * s + 4 * kq + t;
-                                assert_eq!(b[(2 * jj + s) * TILE + kq * 64 + 4 * n + t], q.codes[col * 128 + kk]);
+                                assert_eq!(
+                                    b[(2 * jj + s) * TILE + kq * 64 + 4 * n + t],
+                                    q.codes[col * 128 + kk]
+                                );
                             }
                         }
                     }

@@ -24,7 +24,12 @@ pub static W4A8_AVX512VNNI: Variant = Variant {
     name: "w4a8-avx512vnni",
     isa: "avx512vnni",
     phases: &[Phase::Decode, Phase::Prefill],
-    requires: &[Feature::Avx512f, Feature::Avx512bw, Feature::Avx512vnni, Feature::Fma],
+    requires: &[
+        Feature::Avx512f,
+        Feature::Avx512bw,
+        Feature::Avx512vnni,
+        Feature::Fma,
+    ],
     rank: 30,
     kernel: KernelFn::W4A8(w4a8_avx512vnni),
 };
@@ -41,7 +46,14 @@ unsafe fn w4a8_avx512vnni(pool: &ThreadPool, w: &PackedW4, a: &QuantActs, out: &
 
 /// One panel over `groups` for `rows` (see `driver::PanelKernel`).
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,fma")]
-pub(super) fn panel(w: &PackedW4, a: &QuantActs, p: usize, groups: Range<usize>, rows: Range<usize>, acc: &mut [f32]) {
+pub(super) fn panel(
+    w: &PackedW4,
+    a: &QuantActs,
+    p: usize,
+    groups: Range<usize>,
+    rows: Range<usize>,
+    acc: &mut [f32],
+) {
     let r0 = rows.start;
     acc[..rows.len() * PANEL].fill(0.0);
     for g in groups {
@@ -71,7 +83,14 @@ pub(super) fn panel(w: &PackedW4, a: &QuantActs, p: usize, groups: Range<usize>,
 /// `acc[(row − r0)·64 + col]`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,fma")]
 #[inline]
-fn record_rows<const R: usize>(rec: &[u8], a: &QuantActs, g: usize, rows: [usize; R], r0: usize, acc: &mut [f32]) {
+fn record_rows<const R: usize>(
+    rec: &[u8],
+    a: &QuantActs,
+    g: usize,
+    rows: [usize; R],
+    r0: usize,
+    acc: &mut [f32],
+) {
     let mask = _mm512_set1_epi8(0x0F);
     let xs: [&[i8]; R] = rows.map(|r| &a.row(r)[g * GROUP..][..GROUP]);
     let mut d = [[_mm512_setzero_si512(); 4]; R];
@@ -102,7 +121,10 @@ fn record_rows<const R: usize>(rec: &[u8], a: &QuantActs, g: usize, rows: [usize
             // SAFETY: dst holds exactly 16 f32 (unaligned load/store).
             unsafe {
                 let prev = _mm512_loadu_ps(dst.as_ptr());
-                _mm512_storeu_ps(dst.as_mut_ptr(), _mm512_fmadd_ps(t, _mm512_mul_ps(sw, vs), prev));
+                _mm512_storeu_ps(
+                    dst.as_mut_ptr(),
+                    _mm512_fmadd_ps(t, _mm512_mul_ps(sw, vs), prev),
+                );
             }
         }
     }

@@ -22,7 +22,10 @@ mod avx512;
 /// The x86 variants, in registry order. Add new x86 variants here (one line each).
 pub static VARIANTS: &[&Variant] = &[
     &amx::W4A8_AMX,
-    &avx512::W4A8_AVX512VNNI, &avx2::W4A8_AVXVNNI, &avx2::W4A8_AVX2];
+    &avx512::W4A8_AVX512VNNI,
+    &avx2::W4A8_AVXVNNI,
+    &avx2::W4A8_AVX2,
+];
 
 /// Why `f` is unusable here, or `None`.
 pub fn missing(f: Feature) -> Option<&'static str> {
