@@ -349,7 +349,7 @@ pub(super) fn w4a8_tiles<T: Tiles>(
     let units = halves * chunks;
     let out = SharedMut::new(out);
     let codes = a.codes();
-    assert!(codes.len() >= a.m_padded() * k && a.m_padded() % 16 == 0);
+    assert!(codes.len() >= a.m_padded() * k && a.m_padded().is_multiple_of(16));
     pool.run(|wk| {
         let mine = split_range(units, wk.threads, wk.index);
         if mine.is_empty() {
