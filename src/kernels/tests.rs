@@ -291,7 +291,9 @@ fn override_forces_or_explains() {
     // Every unavailable variant is refused with the features it lacks.
     for v in registry::for_path(KernelPath::W4A8).filter(|v| !v.is_available()) {
         match registry::select_with(KernelPath::W4A8, 1, Some(v.name)) {
-            Err(super::error::KernelError::Unavailable { missing, .. }) => assert!(!missing.is_empty()),
+            Err(super::error::KernelError::Unavailable { missing, .. }) => {
+                assert!(!missing.is_empty())
+            }
             other => panic!("{}: expected Unavailable, got {other:?}", v.name),
         }
     }
