@@ -101,9 +101,7 @@ fn panel<const VNNI: bool>(
                 }
                 r += 2;
             } else {
-                for j in [0, 2] {
-                    record_rows::<1, 2, VNNI>(rec, j, a, g, [r], r0, acc);
-                }
+                record_rows::<1, 4, VNNI>(rec, 0, a, g, [r], r0, acc);
                 r += 1;
             }
         }
@@ -126,10 +124,10 @@ fn record_rows<const R: usize, const J: usize, const VNNI: bool>(
     let mask = _mm256_set1_epi8(0x0F);
     let ones = _mm256_set1_epi16(1);
     let xs: [&[i8]; R] = rows.map(|r| &a.row(r)[g * GROUP..][..GROUP]);
-    let mut acc32 = [[_mm256_setzero_si256(); 4]; R];
+    let mut acc32 = [[_mm256_setzero_si256(); 8]; R];
     let base = rec.as_ptr();
     for ob in 0..4 {
-        let mut acc16 = [[_mm256_setzero_si256(); 4]; R];
+        let mut acc16 = [[_mm256_setzero_si256(); 8]; R];
         for oo in 0..4 {
             let o = ob * 4 + oo;
             let alo = xs.map(|x| _mm256_set1_epi32(dword(x, 8 * o)));
