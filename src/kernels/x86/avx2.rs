@@ -21,6 +21,9 @@ use crate::kernels::pool::ThreadPool;
 use crate::kernels::registry::{KernelFn, Phase, Variant};
 use crate::kernels::weights::GROUP;
 
+/// Up to this many rows per chunk, each row makes its own single pass over the record.
+const DECODE_ROWS: usize = 4;
+
 /// AVX2 W4A8 (decode and prefill where nothing better exists).
 pub static W4A8_AVX2: Variant = Variant {
     name: "w4a8-avx2",
@@ -90,6 +93,16 @@ fn panel<const VNNI: bool>(
     for g in groups {
         let rec = w.record(p, g);
         assert!(rec.len() == RECORD_BYTES && (rec.as_ptr() as usize).is_multiple_of(32));
+        if rows.len() > DECODE_ROWS {
+            prefetch_next(rec);
+        }
+        if rows.len() <= DECODE_ROWS {
+            // Decode: one sequential pass per row; rows after the first hit the record in L1.
+            for r in rows.clone() {
+                record_rows::<1, 4, VNNI>(rec, 0, a, g, [r], r0, acc);
+            }
+            continue;
+        }
         let mut r = r0;
         while r < rows.end {
             if !VNNI && rows.end - r >= 4 {
@@ -253,6 +266,19 @@ fn record_rows4(rec: &[u8], a: &QuantActs, g: usize, rows: [usize; 4], r0: usize
                 }
             }
         }
+    }
+}
+
+/// Prefetch the 68 cache lines of the record that follows `rec` in memory (the next group
+/// of the panel, or the next panel's first record). The multi-row paths visit a record in
+/// several strided passes, which the hardware prefetchers follow poorly from DRAM.
+#[inline(always)]
+fn prefetch_next(rec: &[u8]) {
+    let next = rec.as_ptr().wrapping_add(RECORD_BYTES);
+    for line in 0..RECORD_BYTES / 64 {
+        // SAFETY: a prefetch is only a hint and never faults, even past the buffer's end;
+        // `wrapping_add` keeps the address computation itself free of UB.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(next.wrapping_add(64 * line).cast::<i8>()) };
     }
 }
 
