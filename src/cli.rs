@@ -9,7 +9,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
-#[command(name = "edgeplan", version, about = "Deploy planner for LLMs at the edge: probe a device, plan the weight path, bench the kernels")]
+#[command(
+    name = "edgeplan",
+    version,
+    about = "Deploy planner for LLMs at the edge: probe a device, plan the weight path, bench the kernels"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -129,7 +133,12 @@ pub enum BenchFormat {
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// Model preset (qwen3-1.7b, qwen2.5-0.5b, llama-3.1-8b).
-    #[arg(long, value_name = "PRESET", default_value = "qwen3-1.7b", conflicts_with = "model_config")]
+    #[arg(
+        long,
+        value_name = "PRESET",
+        default_value = "qwen3-1.7b",
+        conflicts_with = "model_config"
+    )]
     pub model: String,
     /// A Hugging Face config.json instead of a preset.
     #[arg(long, value_name = "FILE")]

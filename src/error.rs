@@ -52,17 +52,29 @@ impl std::error::Error for Coded {}
 
 /// Bad input data (exit 65).
 pub fn data_error(message: impl Into<String>) -> anyhow::Error {
-    Coded { exit: Exit::DataErr, message: message.into() }.into()
+    Coded {
+        exit: Exit::DataErr,
+        message: message.into(),
+    }
+    .into()
 }
 
 /// A missing input (exit 66).
 pub fn no_input(message: impl Into<String>) -> anyhow::Error {
-    Coded { exit: Exit::NoInput, message: message.into() }.into()
+    Coded {
+        exit: Exit::NoInput,
+        message: message.into(),
+    }
+    .into()
 }
 
 /// An I/O failure (exit 74).
 pub fn io_error(message: impl Into<String>) -> anyhow::Error {
-    Coded { exit: Exit::IoErr, message: message.into() }.into()
+    Coded {
+        exit: Exit::IoErr,
+        message: message.into(),
+    }
+    .into()
 }
 
 /// Maps an `std::io::Error` met while reading `what` to the right code: 66 when the

@@ -53,7 +53,10 @@ pub struct Tool {
 
 impl Tool {
     pub fn this() -> Tool {
-        Tool { name: "edgeplan".into(), version: env!("CARGO_PKG_VERSION").into() }
+        Tool {
+            name: "edgeplan".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        }
     }
 }
 
@@ -220,7 +223,9 @@ impl Profile {
     /// As [`Profile::from_json`], from an already-parsed value.
     pub fn from_value(value: serde_json::Value, origin: &str) -> anyhow::Result<Profile> {
         let Some(object) = value.as_object() else {
-            return Err(data_error(format!("{origin}: a profile must be a JSON object")));
+            return Err(data_error(format!(
+                "{origin}: a profile must be a JSON object"
+            )));
         };
         match object.get("schema_version").and_then(|v| v.as_u64()) {
             None => {
@@ -283,9 +288,15 @@ mod tests {
     #[test]
     fn rejects_unknown_class_and_negative_memory() {
         let bad_class = MINIMAL.replace("\"x86_cpu\"", "\"quantum\"");
-        assert_eq!(exit_for(&Profile::from_json(&bad_class, "t").unwrap_err()), Exit::DataErr);
+        assert_eq!(
+            exit_for(&Profile::from_json(&bad_class, "t").unwrap_err()),
+            Exit::DataErr
+        );
         let negative = MINIMAL.replace("\"total_bytes\": 1024", "\"total_bytes\": -1");
-        assert_eq!(exit_for(&Profile::from_json(&negative, "t").unwrap_err()), Exit::DataErr);
+        assert_eq!(
+            exit_for(&Profile::from_json(&negative, "t").unwrap_err()),
+            Exit::DataErr
+        );
     }
 
     #[test]

@@ -9,5 +9,9 @@ fn unknown_subcommand_is_usage_error_2() {
 
 #[test]
 fn version_prints() {
-    edgeplan().arg("--version").assert().success().stdout(predicates::str::contains("edgeplan"));
+    edgeplan()
+        .arg("--version")
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("edgeplan"));
 }

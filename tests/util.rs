@@ -17,5 +17,7 @@ pub fn edgeplan() -> Command {
 /// Path of a file under `fixtures/`.
 #[allow(dead_code)]
 pub fn fixture(rel: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(rel)
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(rel)
 }
