@@ -52,7 +52,8 @@ impl ActF32 {
         self.m = x.m;
         self.k = x.k;
         self.a.clear();
-        self.a.extend(x.data.iter().map(|&b: &Bf16| bf16_to_f32_daz(b.0)));
+        self.a
+            .extend(x.data.iter().map(|&b: &Bf16| bf16_to_f32_daz(b.0)));
         self.sums.clear();
         if self.k % GROUP == 0 && self.k > 0 {
             for row in self.a.chunks_exact(self.k) {

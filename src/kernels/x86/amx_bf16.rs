@@ -93,7 +93,8 @@ pub(crate) struct AmxBf16 {
 impl AmxBf16 {
     /// `Some` only when AMX-BF16 is usable by this process.
     pub(crate) fn new() -> Option<AmxBf16> {
-        crate::kernels::cpu::has(crate::kernels::cpu::Feature::AmxBf16).then_some(AmxBf16 { _private: () })
+        crate::kernels::cpu::has(crate::kernels::cpu::Feature::AmxBf16)
+            .then_some(AmxBf16 { _private: () })
     }
 }
 
@@ -169,11 +170,13 @@ impl TileEngine for AmxBf16 {
     }
 }
 
+#[cfg(test)]
 /// Scalar emulation of [`AmxBf16::block`]: same operands, same addressing, `TDPBF16PS`
 /// arithmetic (bf16 inputs with denormals treated as zero, f32 accumulation).
 #[derive(Clone, Copy, Default)]
 pub(crate) struct EmulatedTiles;
 
+#[cfg(test)]
 /// bf16 bits at `p` as f32, denormals flushed (as `TDPBF16PS` reads its inputs).
 ///
 /// # Safety
@@ -186,6 +189,7 @@ unsafe fn bf16_at(p: *const u8) -> f32 {
     crate::kernels::bf16_act::bf16_to_f32_daz(bits)
 }
 
+#[cfg(test)]
 impl TileEngine for EmulatedTiles {
     fn begin(&self) {}
 
@@ -197,7 +201,8 @@ impl TileEngine for EmulatedTiles {
                 let arow = unsafe { args.a.add(i * args.lda + 64 * kk) };
                 for p in 0..16 {
                     let brow = unsafe { args.b.add(kk * args.bstep + p * args.ldb) };
-                    let (a0, a1) = unsafe { (bf16_at(arow.add(4 * p)), bf16_at(arow.add(4 * p + 2))) };
+                    let (a0, a1) =
+                        unsafe { (bf16_at(arow.add(4 * p)), bf16_at(arow.add(4 * p + 2))) };
                     for col in 0..32 {
                         let (b0, b1) =
                             unsafe { (bf16_at(brow.add(4 * col)), bf16_at(brow.add(4 * col + 2))) };

@@ -9,8 +9,8 @@
 //! blocking 4 rows × 64 columns on AVX-512, 4 × 16 on AVX2), re-reading it from L2.
 
 use super::lanes::{Avx2, Avx512, Lanes16};
-use crate::kernels::panel_split::{MR_MAX, Tile};
 use crate::kernels::bf16_act::ActF32;
+use crate::kernels::panel_split::{MR_MAX, Tile};
 
 /// Bytes of one packed row (64 columns × 2 bf16).
 pub(crate) const ROW_BYTES: usize = 256;
@@ -97,7 +97,13 @@ unsafe fn block<V: Lanes16>(
     }
 }
 
-fn in_bounds(panel: &[u8], pairs: &core::ops::Range<usize>, act: &ActF32, r0: usize, mr: usize) -> bool {
+fn in_bounds(
+    panel: &[u8],
+    pairs: &core::ops::Range<usize>,
+    act: &ActF32,
+    r0: usize,
+    mr: usize,
+) -> bool {
     (1..=MR_MAX).contains(&mr)
         && 2 * pairs.end <= act.k
         && panel.len() >= pairs.end * ROW_BYTES

@@ -10,7 +10,7 @@
 //! variants, 32-column half-panels for AMX. Entry points have the registry's `Bf16Fn`
 //! signature; the registry's `Ready` checked CPU support and shapes.
 
-use super::amx_bf16::{AmxBf16, CTile, EmulatedTiles, TileEngine};
+use super::amx_bf16::{AmxBf16, CTile, TileEngine};
 use super::amx_drive::{Slab, TailRows, slab_rows};
 use super::bf16_fma::{self, ROW_BYTES};
 use super::lanes::{Avx2, Avx512};
@@ -86,7 +86,13 @@ pub unsafe fn gemv_avx512(pool: &ThreadPool, w: &PackedBf16, x: Bf16Rows<'_>, ou
 }
 
 /// The AMX driver over half-panels, generic over the tile engine.
-fn run_amx<T: TileEngine>(engine: T, pool: &ThreadPool, w: &PackedBf16, x: Bf16Rows<'_>, out: &mut [f32]) {
+fn run_amx<T: TileEngine>(
+    engine: T,
+    pool: &ThreadPool,
+    w: &PackedBf16,
+    x: Bf16Rows<'_>,
+    out: &mut [f32],
+) {
     let Some(sink) = OutSink::new(out, x.m, w.n()) else {
         return;
     };
@@ -131,13 +137,19 @@ pub unsafe fn gemm_amx(pool: &ThreadPool, w: &PackedBf16, x: Bf16Rows<'_>, out: 
     }
 }
 
+#[cfg(test)]
 /// [`gemm_amx`] with emulated tiles: its test double on hosts without AMX (not registered).
 ///
 /// # Safety
 ///
 /// Shapes agree.
-pub unsafe fn gemm_amx_emulated(pool: &ThreadPool, w: &PackedBf16, x: Bf16Rows<'_>, out: &mut [f32]) {
-    run_amx(EmulatedTiles, pool, w, x, out);
+pub unsafe fn gemm_amx_emulated(
+    pool: &ThreadPool,
+    w: &PackedBf16,
+    x: Bf16Rows<'_>,
+    out: &mut [f32],
+) {
+    run_amx(super::amx_bf16::EmulatedTiles, pool, w, x, out);
 }
 
 /// Registry entry: AVX2 FMA GEMV (and the non-AVX-512 prefill).
@@ -146,7 +158,7 @@ pub static GEMV_AVX2: Variant = Variant {
     isa: "avx2",
     phases: &[Phase::Decode, Phase::Prefill],
     requires: &[Feature::Avx2, Feature::Fma],
-    rank: 20,
+    rank: 10,
     kernel: KernelFn::Bf16(gemv_avx2),
 };
 
@@ -156,7 +168,7 @@ pub static GEMV_AVX512: Variant = Variant {
     isa: "avx512",
     phases: &[Phase::Decode, Phase::Prefill],
     requires: &[Feature::Avx512f, Feature::Avx512bw, Feature::Avx512bf16],
-    rank: 40,
+    rank: 30,
     kernel: KernelFn::Bf16(gemv_avx512),
 };
 
@@ -166,6 +178,6 @@ pub static GEMM_AMX: Variant = Variant {
     isa: "amx",
     phases: &[Phase::Prefill],
     requires: &[Feature::AmxBf16],
-    rank: 60,
+    rank: 40,
     kernel: KernelFn::Bf16(gemm_amx),
 };

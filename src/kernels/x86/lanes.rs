@@ -108,7 +108,12 @@ unsafe impl Lanes16 for Avx2 {
     #[inline(always)]
     unsafe fn fma(self, a: Self::F, b: Self::F, c: Self::F) -> Self::F {
         // SAFETY: register-only; fma enabled by the caller.
-        unsafe { [_mm256_fmadd_ps(a[0], b[0], c[0]), _mm256_fmadd_ps(a[1], b[1], c[1])] }
+        unsafe {
+            [
+                _mm256_fmadd_ps(a[0], b[0], c[0]),
+                _mm256_fmadd_ps(a[1], b[1], c[1]),
+            ]
+        }
     }
     #[inline(always)]
     unsafe fn add(self, a: Self::F, b: Self::F) -> Self::F {

@@ -13,7 +13,7 @@
 
 use super::amx_bf16::{CTile, TileEngine};
 use super::amx_drive::{Slab, TailRows, slab_rows};
-use super::lanes::{Avx2, Avx512, Lanes16};
+use super::lanes::{Avx512, Lanes16};
 use crate::kernels::acts::Bf16Rows;
 use crate::kernels::buf::carve;
 use crate::kernels::pack::{PackedW4, RECORD_BYTES, SCALE_OFFSET, ZERO_OFFSET};
@@ -74,9 +74,16 @@ pub(crate) fn dequant_avx512(v: Avx512, panel: &[u8], groups: usize, half: usize
     }
 }
 
+#[cfg(test)]
 /// AVX2 dequantizer: the same algorithm, used with the emulated tiles in tests.
 #[target_feature(enable = "avx2,fma")]
-pub(crate) fn dequant_avx2(v: Avx2, panel: &[u8], groups: usize, half: usize, dst: &mut [u8]) {
+pub(crate) fn dequant_avx2(
+    v: super::lanes::Avx2,
+    panel: &[u8],
+    groups: usize,
+    half: usize,
+    dst: &mut [u8],
+) {
     if dequant_fits(panel, groups, half, dst) {
         // SAFETY: `v` proves the features enabled here; sizes checked above.
         unsafe { dequant(v, panel.as_ptr(), groups, half, dst.as_mut_ptr()) }

@@ -14,9 +14,9 @@
 
 use core::arch::x86_64::*;
 
-use crate::kernels::panel_split::{MR_MAX, Tile};
 use crate::kernels::bf16_act::ActF32;
 use crate::kernels::pack::{RECORD_BYTES, SCALE_OFFSET, ZERO_OFFSET};
+use crate::kernels::panel_split::{MR_MAX, Tile};
 
 /// Proof of AVX-512 F/BW/BF16 plus the two constant vectors of the kernel.
 #[derive(Clone, Copy)]
@@ -35,7 +35,8 @@ impl DpBf16 {
             return None;
         }
         // bf16(i & 15) for i in 0..32.
-        let lut: [u16; 32] = core::array::from_fn(|i| ((i & 15) as f32).to_bits().wrapping_shr(16) as u16);
+        let lut: [u16; 32] =
+            core::array::from_fn(|i| ((i & 15) as f32).to_bits().wrapping_shr(16) as u16);
         // pick[u]: in every dword c of a 128-bit lane, bytes (4c+2u, zero, 4c+2u+1, zero).
         let pick: [[u8; 64]; 2] = core::array::from_fn(|u| {
             core::array::from_fn(|i| {
@@ -49,7 +50,10 @@ impl DpBf16 {
         });
         // SAFETY: avx512f was detected just above; the loads read 64-byte local arrays.
         let (lut, p0, p1) = unsafe { load3(&lut, &pick[0], &pick[1]) };
-        Some(DpBf16 { lut, pick: [p0, p1] })
+        Some(DpBf16 {
+            lut,
+            pick: [p0, p1],
+        })
     }
 }
 
@@ -104,7 +108,8 @@ unsafe fn micro<const MR: usize>(
                     let xh = _mm512_srli_epi16::<4>(x);
                     for (u, src) in [(0, x), (1, x), (2, xh), (3, xh)] {
                         let words = _mm512_shuffle_epi8(src, d.pick[u % 2]);
-                        let wq: __m512bh = core::mem::transmute(_mm512_permutexvar_epi16(words, d.lut));
+                        let wq: __m512bh =
+                            core::mem::transmute(_mm512_permutexvar_epi16(words, d.lut));
                         for m in 0..MR {
                             let a: __m512bh = core::mem::transmute(ap[m][u]);
                             acc[m][j] = _mm512_dpbf16_ps(acc[m][j], wq, a);

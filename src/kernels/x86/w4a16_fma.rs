@@ -13,12 +13,11 @@
 
 use super::lanes::{Avx2, Avx512, Lanes16};
 use crate::kernels::bf16_act::ActF32;
-use crate::kernels::panel_split::{MR_MAX, Tile};
 use crate::kernels::pack::{RECORD_BYTES, SCALE_OFFSET, ZERO_OFFSET};
+use crate::kernels::panel_split::{MR_MAX, Tile};
 
 /// Bytes of codes per octet (8 k) of a record: 4 sub-blocks × 64 B.
 const OCTET_BYTES: usize = 256;
-
 
 /// One panel, rows `r0..r0+MR`, groups `g0..g1`, into `tile[m][64]`.
 ///
@@ -127,7 +126,13 @@ unsafe fn block<V: Lanes16>(
 }
 
 /// Checks the slice bounds the microkernel relies on.
-fn in_bounds(panel: &[u8], groups: &core::ops::Range<usize>, act: &ActF32, r0: usize, mr: usize) -> bool {
+fn in_bounds(
+    panel: &[u8],
+    groups: &core::ops::Range<usize>,
+    act: &ActF32,
+    r0: usize,
+    mr: usize,
+) -> bool {
     (1..=MR_MAX).contains(&mr)
         && groups.end <= act.groups()
         && panel.len() >= groups.end * RECORD_BYTES

@@ -12,7 +12,7 @@
 //! row blocks of 4. Each entry point is an `unsafe fn` with the registry's `W4A16Fn`
 //! signature: the caller (the registry's `Ready`) has checked CPU support and shapes.
 
-use super::amx_bf16::{AmxBf16, EmulatedTiles};
+use super::amx_bf16::AmxBf16;
 use super::lanes::{Avx2, Avx512};
 use super::{w4a16_amx, w4a16_dpbf16, w4a16_fma};
 use crate::kernels::acts::Bf16Rows;
@@ -83,7 +83,9 @@ pub unsafe fn gemv_avx512(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out:
 ///
 /// The CPU runs AVX-512 F/BW/BF16; shapes agree.
 pub unsafe fn gemv_dpbf16(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out: &mut [f32]) {
-    let Some(d) = w4a16_dpbf16::DpBf16::new() else { return };
+    let Some(d) = w4a16_dpbf16::DpBf16::new() else {
+        return;
+    };
     // SAFETY: Bf16 is a transparent u16.
     let raw: &[u16] = unsafe { core::slice::from_raw_parts(x.data.as_ptr().cast(), x.data.len()) };
     run_gemv(pool, w, x, out, |panel, g, act, r0, mr, tile| {
@@ -115,6 +117,7 @@ pub unsafe fn gemm_amx(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out: &m
     );
 }
 
+#[cfg(test)]
 /// The AMX driver with emulated tiles and the AVX2 dequantizer: the test double of
 /// [`gemm_amx`] on hosts without AMX (not registered).
 ///
@@ -124,7 +127,7 @@ pub unsafe fn gemm_amx(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out: &m
 pub unsafe fn gemm_amx_emulated(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out: &mut [f32]) {
     let Some(v) = Avx2::new() else { return };
     w4a16_amx::gemm(
-        EmulatedTiles,
+        super::amx_bf16::EmulatedTiles,
         &|panel, groups, half, dst| {
             // SAFETY: `v` proves AVX2 + FMA.
             unsafe { w4a16_amx::dequant_avx2(v, panel, groups, half, dst) }
@@ -145,7 +148,7 @@ pub static GEMV_AVX2: Variant = Variant {
     isa: "avx2",
     phases: &[Phase::Decode, Phase::Prefill],
     requires: &[Feature::Avx2, Feature::Fma],
-    rank: 20,
+    rank: 10,
     kernel: KernelFn::W4A16(gemv_avx2),
 };
 
@@ -155,7 +158,7 @@ pub static GEMV_AVX512: Variant = Variant {
     isa: "avx512",
     phases: &[Phase::Decode, Phase::Prefill],
     requires: AVX512_BF16,
-    rank: 40,
+    rank: 30,
     kernel: KernelFn::W4A16(gemv_avx512),
 };
 
@@ -165,7 +168,7 @@ pub static GEMV_AVX512BF16: Variant = Variant {
     isa: "avx512bf16",
     phases: &[Phase::Decode],
     requires: AVX512_BF16,
-    rank: 35,
+    rank: 25,
     kernel: KernelFn::W4A16(gemv_dpbf16),
 };
 
@@ -180,6 +183,6 @@ pub static GEMM_AMX: Variant = Variant {
         Feature::Avx512bw,
         Feature::Avx512bf16,
     ],
-    rank: 60,
+    rank: 40,
     kernel: KernelFn::W4A16(gemm_amx),
 };

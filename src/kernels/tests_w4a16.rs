@@ -13,17 +13,18 @@
 //! - plus `1e-30` absolute for flushed denormals.
 //!
 //! An indexing or layout bug moves an output by about `Σ|w·a| / √K`, far above these bounds
-//! even at K = 6144. Variants the host cannot run are skipped with a line on stderr; the AMX
-//! drivers also run here with emulated tiles (`EmulatedTiles`) and the AVX2 dequantizer.
+//! even at K = 6144. Every registered variant goes through [`w4a16_case`] / [`bf16_case`];
+//! variants the host cannot run are skipped with a line on stderr. `x86/amx_emu_tests.rs`
+//! feeds the AMX drivers with emulated tiles through the same harness.
 
-use super::{bf16_gemm, w4a16_gemm};
-use crate::kernels::acts::Bf16Rows;
-use crate::kernels::bf16::Bf16;
-use crate::kernels::cpu::{self, Feature};
-use crate::kernels::pack::{PackedBf16, PackedW4};
-use crate::kernels::pool::ThreadPool;
-use crate::kernels::reference;
-use crate::kernels::weights::{GROUP, QuantWeights};
+use super::acts::Bf16Rows;
+use super::bf16::Bf16;
+use super::pack::{PackedBf16, PackedW4};
+use super::pool::ThreadPool;
+use super::reference;
+use super::registry::KernelPath;
+use super::tests::{pool, runnable};
+use super::weights::{GROUP, QuantWeights};
 
 /// splitmix64: tiny, seeded, reproducible.
 struct Rng(u64);
@@ -47,7 +48,7 @@ impl Rng {
 
 /// How the weights and activations of a case are drawn.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Data {
+pub(crate) enum Data {
     /// Random codes, scales ~1e-2, integer and fractional zeros, activations in [-2, 2).
     Random,
     /// Codes only 0 and 15, fractional zeros.
@@ -133,51 +134,55 @@ fn check(name: &str, case: &str, got: &[f32], want: &[f64], tol: &[f64]) {
     }
 }
 
-type W4Fn = unsafe fn(&ThreadPool, &PackedW4, Bf16Rows<'_>, &mut [f32]);
-type B16Fn = unsafe fn(&ThreadPool, &PackedBf16, Bf16Rows<'_>, &mut [f32]);
+/// A W4A16 kernel under test: name, entry, and whether it rounds weights to bf16 (AMX).
+pub(crate) type W4Entry = (
+    String,
+    Box<dyn Fn(&ThreadPool, &PackedW4, Bf16Rows<'_>, &mut [f32])>,
+    bool,
+);
+/// A bf16 kernel under test.
+pub(crate) type B16Entry = (
+    String,
+    Box<dyn Fn(&ThreadPool, &PackedBf16, Bf16Rows<'_>, &mut [f32])>,
+);
 
-/// (name, entry, needed features, rounds weights to bf16?)
-fn w4a16_variants() -> Vec<(&'static str, W4Fn, Vec<Feature>, bool)> {
-    let avx512 = vec![Feature::Avx512f, Feature::Avx512bw, Feature::Avx512bf16];
-    let mut amx = avx512.clone();
-    amx.push(Feature::AmxBf16);
-    vec![
-        ("w4a16-gemv-avx2", w4a16_gemm::gemv_avx2 as W4Fn, vec![Feature::Avx2, Feature::Fma], false),
-        ("w4a16-gemv-avx512", w4a16_gemm::gemv_avx512, avx512.clone(), false),
-        ("w4a16-gemv-avx512bf16", w4a16_gemm::gemv_dpbf16, avx512, false),
-        ("w4a16-gemm-amx", w4a16_gemm::gemm_amx, amx, true),
-        (
-            "w4a16-gemm-amx(emulated tiles)",
-            w4a16_gemm::gemm_amx_emulated,
-            vec![Feature::Avx2, Feature::Fma],
-            true,
-        ),
-    ]
+/// Every registered W4A16 variant this host can run.
+fn w4a16_registered() -> Vec<W4Entry> {
+    runnable(KernelPath::W4A16)
+        .into_iter()
+        .map(|r| {
+            let name = r.name().to_string();
+            let amx = r.variant().isa == "amx";
+            let f: Box<dyn Fn(&ThreadPool, &PackedW4, Bf16Rows<'_>, &mut [f32])> =
+                Box::new(move |p, w, x, o| r.w4a16(p, w, x, o).expect("shapes agree"));
+            (name, f, amx)
+        })
+        .collect()
 }
 
-fn bf16_variants() -> Vec<(&'static str, B16Fn, Vec<Feature>)> {
-    vec![
-        ("bf16-gemv-avx2", bf16_gemm::gemv_avx2 as B16Fn, vec![Feature::Avx2, Feature::Fma]),
-        (
-            "bf16-gemv-avx512",
-            bf16_gemm::gemv_avx512,
-            vec![Feature::Avx512f, Feature::Avx512bw, Feature::Avx512bf16],
-        ),
-        ("bf16-gemm-amx", bf16_gemm::gemm_amx, vec![Feature::AmxBf16]),
-        ("bf16-gemm-amx(emulated tiles)", bf16_gemm::gemm_amx_emulated, vec![]),
-    ]
+/// Every registered bf16 variant this host can run.
+fn bf16_registered() -> Vec<B16Entry> {
+    runnable(KernelPath::Bf16)
+        .into_iter()
+        .map(|r| {
+            let name = r.name().to_string();
+            let f: Box<dyn Fn(&ThreadPool, &PackedBf16, Bf16Rows<'_>, &mut [f32])> =
+                Box::new(move |p, w, x, o| r.bf16(p, w, x, o).expect("shapes agree"));
+            (name, f)
+        })
+        .collect()
 }
 
-fn runnable(name: &str, needs: &[Feature]) -> bool {
-    let missing: Vec<_> = needs.iter().filter_map(|&f| cpu::missing(f)).collect();
-    if !missing.is_empty() {
-        eprintln!("SKIPPED {name}: this host lacks {}", missing.join(", "));
-    }
-    missing.is_empty()
-}
-
-/// Runs every runnable W4A16 variant on one case; `pools` are 1- and 2-thread pools.
-fn w4a16_case(m: usize, n: usize, k: usize, data: Data, seed: u64, pools: &[ThreadPool]) -> usize {
+/// Runs `entries` on one case with 1, 2 and 3 threads; returns how many ran.
+pub(crate) fn w4a16_case(
+    entries: &[W4Entry],
+    m: usize,
+    n: usize,
+    k: usize,
+    data: Data,
+    seed: u64,
+) -> usize {
+    let pools = [pool(1), pool(2), pool(3)];
     let mut rng = Rng(seed);
     let w = weights(n, k, data, &mut rng);
     let x = activations(m, k, data, &mut rng);
@@ -187,30 +192,34 @@ fn w4a16_case(m: usize, n: usize, k: usize, data: Data, seed: u64, pools: &[Thre
     let mags = w4a16_mags(&w, &x, m);
     let case = format!("m={m} n={n} k={k} {data:?} seed={seed}");
     let mut ran = 0;
-    for (name, f, needs, bf16_w) in w4a16_variants() {
-        if !runnable(name, &needs) {
-            continue;
-        }
+    for (name, f, bf16_w) in entries {
         let tol: Vec<f64> = mags
             .iter()
             .map(|&(fold, rms)| {
                 let t = 2f64.powi(-14) * fold + 1e-30;
-                if bf16_w { t + 2f64.powi(-6) * rms } else { t }
+                if *bf16_w { t + 2f64.powi(-6) * rms } else { t }
             })
             .collect();
         let mut outs = Vec::new();
         for pool in pools {
             let mut out = vec![f32::NAN; m * n];
-            // SAFETY: `runnable` checked the features; shapes agree by construction.
-            unsafe { f(pool, &packed, rows, &mut out) };
-            check(name, &format!("{case} threads={}", pool.threads()), &out, &want, &tol);
+            f(pool, &packed, rows, &mut out);
+            check(
+                name,
+                &format!("{case} threads={}", pool.threads()),
+                &out,
+                &want,
+                &tol,
+            );
             outs.push(out);
         }
         // Without split-K every thread count computes each output in the same order.
-        if packed.panels() >= pools.iter().map(|p| p.threads()).max().unwrap_or(1) {
+        if packed.panels() >= 3 {
             for o in &outs[1..] {
                 assert!(
-                    o.iter().zip(&outs[0]).all(|(a, b)| a.to_bits() == b.to_bits()),
+                    o.iter()
+                        .zip(&outs[0])
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
                     "{name} {case}: multi-threaded result differs from single-threaded"
                 );
             }
@@ -220,7 +229,16 @@ fn w4a16_case(m: usize, n: usize, k: usize, data: Data, seed: u64, pools: &[Thre
     ran
 }
 
-fn bf16_case(m: usize, n: usize, k: usize, data: Data, seed: u64, pools: &[ThreadPool]) -> usize {
+/// Runs `entries` on one bf16 case with 1, 2 and 3 threads; returns how many ran.
+pub(crate) fn bf16_case(
+    entries: &[B16Entry],
+    m: usize,
+    n: usize,
+    k: usize,
+    data: Data,
+    seed: u64,
+) -> usize {
+    let pools = [pool(1), pool(2), pool(3)];
     let mut rng = Rng(seed);
     let w: Vec<Bf16> = (0..n * k)
         .map(|i| match (data, i % 97) {
@@ -243,22 +261,26 @@ fn bf16_case(m: usize, n: usize, k: usize, data: Data, seed: u64, pools: &[Threa
         .collect();
     let case = format!("m={m} n={n} k={k} {data:?} seed={seed}");
     let mut ran = 0;
-    for (name, f, needs) in bf16_variants() {
-        if !runnable(name, &needs) {
-            continue;
-        }
+    for (name, f) in entries {
         let mut outs = Vec::new();
         for pool in pools {
             let mut out = vec![f32::NAN; m * n];
-            // SAFETY: `runnable` checked the features; shapes agree by construction.
-            unsafe { f(pool, &packed, rows, &mut out) };
-            check(name, &format!("{case} threads={}", pool.threads()), &out, &want, &tol);
+            f(pool, &packed, rows, &mut out);
+            check(
+                name,
+                &format!("{case} threads={}", pool.threads()),
+                &out,
+                &want,
+                &tol,
+            );
             outs.push(out);
         }
-        if packed.panels() >= pools.iter().map(|p| p.threads()).max().unwrap_or(1) {
+        if packed.panels() >= 3 {
             for o in &outs[1..] {
                 assert!(
-                    o.iter().zip(&outs[0]).all(|(a, b)| a.to_bits() == b.to_bits()),
+                    o.iter()
+                        .zip(&outs[0])
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
                     "{name} {case}: multi-threaded result differs from single-threaded"
                 );
             }
@@ -268,78 +290,94 @@ fn bf16_case(m: usize, n: usize, k: usize, data: Data, seed: u64, pools: &[Threa
     ran
 }
 
-fn pools() -> Vec<ThreadPool> {
-    [1, 2].iter().map(|&t| ThreadPool::new(t).expect("thread pool")).collect()
-}
-
 /// The M sweep of the brief at K = 128..384 with N off the 64-column grid.
-const MS: [usize; 15] = [1, 2, 3, 4, 5, 15, 16, 17, 31, 32, 33, 64, 127, 128, 129];
+pub(crate) const MS: [usize; 15] = [1, 2, 3, 4, 5, 15, 16, 17, 31, 32, 33, 64, 127, 128, 129];
 
 #[test]
 fn w4a16_all_variants_small_k_m_sweep() {
-    let pools = pools();
+    let e = w4a16_registered();
     for (i, &m) in MS.iter().enumerate() {
         let (n, k) = [(65, 128), (100, 256), (130, 384)][i % 3];
-        assert!(w4a16_case(m, n, k, Data::Random, 100 + i as u64, &pools) > 0);
+        assert!(w4a16_case(&e, m, n, k, Data::Random, 100 + i as u64) > 0);
     }
 }
 
 #[test]
 fn w4a16_all_variants_large_k() {
-    let pools = pools();
-    for (m, n, k) in [(1, 70, 2048), (4, 33, 2048), (1, 65, 6144), (3, 20, 6144), (33, 40, 2048)] {
-        assert!(w4a16_case(m, n, k, Data::Random, (m * k + n) as u64, &pools) > 0);
+    let e = w4a16_registered();
+    for (m, n, k) in [
+        (1, 70, 2048),
+        (4, 33, 2048),
+        (1, 65, 6144),
+        (3, 20, 6144),
+        (33, 40, 2048),
+    ] {
+        assert!(w4a16_case(&e, m, n, k, Data::Random, (m * k + n) as u64) > 0);
     }
 }
 
 #[test]
 fn w4a16_extremes() {
-    let pools = pools();
-    for data in [Data::CodeExtremes, Data::Huge, Data::Denormal, Data::ZeroRows] {
+    let e = w4a16_registered();
+    for data in [
+        Data::CodeExtremes,
+        Data::Huge,
+        Data::Denormal,
+        Data::ZeroRows,
+    ] {
         for (m, n, k) in [(1, 65, 256), (5, 64, 128), (33, 70, 256)] {
-            assert!(w4a16_case(m, n, k, data, 7, &pools) > 0);
+            assert!(w4a16_case(&e, m, n, k, data, 7) > 0);
         }
     }
 }
 
 #[test]
 fn w4a16_split_k_small_n() {
+    let e = w4a16_registered();
     // One panel and two threads: the groups are split between them.
-    let pools = pools();
     for (m, n, k) in [(1, 1, 512), (2, 63, 1024), (6, 64, 384)] {
-        assert!(w4a16_case(m, n, k, Data::Random, 11, &pools) > 0);
+        assert!(w4a16_case(&e, m, n, k, Data::Random, 11) > 0);
     }
 }
 
 #[test]
 fn bf16_all_variants_small_k_m_sweep() {
-    let pools = pools();
+    let e = bf16_registered();
     for (i, &m) in MS.iter().enumerate() {
         let (n, k) = [(65, 128), (100, 256), (130, 384)][i % 3];
-        assert!(bf16_case(m, n, k, Data::Random, 200 + i as u64, &pools) > 0);
+        assert!(bf16_case(&e, m, n, k, Data::Random, 200 + i as u64) > 0);
     }
 }
 
 #[test]
 fn bf16_large_k_extremes_and_split_k() {
-    let pools = pools();
+    let e = bf16_registered();
     for (m, n, k) in [(1, 70, 2048), (2, 65, 6144), (17, 40, 2048), (1, 1, 1024)] {
-        assert!(bf16_case(m, n, k, Data::Random, (m + n) as u64, &pools) > 0);
+        assert!(bf16_case(&e, m, n, k, Data::Random, (m + n) as u64) > 0);
     }
     for data in [Data::Huge, Data::Denormal, Data::ZeroRows] {
-        assert!(bf16_case(5, 65, 256, data, 3, &pools) > 0);
-        assert!(bf16_case(33, 64, 128, data, 4, &pools) > 0);
+        assert!(bf16_case(&e, 5, 65, 256, data, 3) > 0);
+        assert!(bf16_case(&e, 33, 64, 128, data, 4) > 0);
     }
 }
 
 #[test]
 fn registered_variants_match_their_entry_points() {
-    use crate::kernels::registry::{self, KernelPath};
-    let names: Vec<_> = registry::for_path(KernelPath::W4A16).map(|v| v.name).collect();
-    for want in ["w4a16-gemv-avx2", "w4a16-gemv-avx512", "w4a16-gemv-avx512bf16", "w4a16-gemm-amx"] {
+    use super::registry;
+    let names: Vec<_> = registry::for_path(KernelPath::W4A16)
+        .map(|v| v.name)
+        .collect();
+    for want in [
+        "w4a16-gemv-avx2",
+        "w4a16-gemv-avx512",
+        "w4a16-gemv-avx512bf16",
+        "w4a16-gemm-amx",
+    ] {
         assert!(names.contains(&want), "{want} not registered: {names:?}");
     }
-    let names: Vec<_> = registry::for_path(KernelPath::Bf16).map(|v| v.name).collect();
+    let names: Vec<_> = registry::for_path(KernelPath::Bf16)
+        .map(|v| v.name)
+        .collect();
     for want in ["bf16-gemv-avx2", "bf16-gemv-avx512", "bf16-gemm-amx"] {
         assert!(names.contains(&want), "{want} not registered: {names:?}");
     }
