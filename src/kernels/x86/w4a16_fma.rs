@@ -2,8 +2,8 @@
 //!
 //! Per record (64 columns × 128 k) and 16-column sub-block: one 64-byte load gives 8 code
 //! vectors (`lo`/`hi` nibbles of the 4 bytes per column); each becomes 16 f32 by
-//! [`Lanes16::nibble`] (`vpermps` on a 16-float table on AVX-512, shift/and/convert on
-//! AVX2) and is FMA'd against the broadcast activation of up to 4 rows. The zero point is
+//! [`Lanes16::code`] (`vpermps` on a 16-float table on AVX-512; on AVX2 two masks per
+//! chunk, then `vpshufb` + convert per code) and is FMA'd against the broadcast activation of up to 4 rows. The zero point is
 //! folded once per group in f32: `y += s·(Σ q·a − z·Σa)` (kernels.md §2), so fractional
 //! zeros cost nothing extra.
 //!
@@ -54,10 +54,10 @@ unsafe fn micro<V: Lanes16, const MR: usize, const JB: usize, const SPLIT: bool>
                 for o in 0..16 {
                     let k0 = g * 128 + o * 8;
                     for jj in 0..JB {
-                        let x = v.load_i(rec.add(o * OCTET_BYTES + (jb + jj) * 64));
+                        let x = v.prep(v.load_i(rec.add(o * OCTET_BYTES + (jb + jj) * 64)));
                         for t in 0..4 {
-                            let wl = v.nibble(x, 8 * t as u32);
-                            let wh = v.nibble(x, 8 * t as u32 + 4);
+                            let wl = v.code(x, t);
+                            let wh = v.code(x, t + 4);
                             for m in 0..MR {
                                 let row = a.add((r0 + m) * k + k0);
                                 let al = v.splat(*row.add(t));
