@@ -28,6 +28,8 @@ const OCTET_BYTES: usize = 256;
 ///
 /// `V`'s features are enabled in the caller; `panel` holds records `0..g1`; `act` holds
 /// rows `r0..r0+MR` and groups `0..g1`.
+// Index loops mirror the register blocking (rows × column blocks) on purpose.
+#[allow(clippy::needless_range_loop)]
 #[inline(always)]
 unsafe fn micro<V: Lanes16, const MR: usize, const JB: usize, const SPLIT: bool>(
     v: V,
@@ -99,6 +101,7 @@ unsafe fn micro<V: Lanes16, const MR: usize, const JB: usize, const SPLIT: bool>
 /// # Safety
 ///
 /// As [`micro`], with `mr ∈ 1..=4`.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 unsafe fn block<V: Lanes16>(
     v: V,
@@ -143,6 +146,7 @@ fn in_bounds(
 
 /// AVX2 + FMA block: rows `r0..r0+mr` of one panel over `groups`, into `tile`.
 /// Returns `false` (and computes nothing) if the slices do not cover the request.
+#[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx2,fma")]
 pub(crate) fn block_avx2(
     v: Avx2,
@@ -162,6 +166,7 @@ pub(crate) fn block_avx2(
 }
 
 /// AVX-512 block (LUT dequant with `vpermps`); same contract as [`block_avx2`].
+#[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
 pub(crate) fn block_avx512(
     v: Avx512,
