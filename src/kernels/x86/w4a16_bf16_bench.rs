@@ -6,7 +6,8 @@
 //! Run: `cargo test --lib w4a16_bf16_speed -- --ignored --nocapture`
 //! (`EDGEPLAN_BENCH_THREADS` sets the pool size, default 2; `EDGEPLAN_BENCH_SET_MB` the
 //! rotated working set per shape, default 256; `EDGEPLAN_BENCH_ONLY` keeps the variants whose
-//! name contains it, e.g. `w4a16`).
+//! name contains it, e.g. `w4a16`; `EDGEPLAN_BENCH_SHAPES` the shapes whose label contains
+//! it, e.g. `2048x2048`).
 
 use std::time::{Duration, Instant};
 
@@ -260,7 +261,11 @@ fn w4a16_bf16_speed() {
     });
     // The W4A8 decode kernel this host would pick, for the W4A16-vs-W4A8 comparison.
     let w4a8 = registry::best(KernelPath::W4A8, Phase::Decode).filter(|_| !w4_variants.is_empty());
+    let shape_filter = std::env::var("EDGEPLAN_BENCH_SHAPES").unwrap_or_default();
     for &(n, k, label) in &shapes {
+        if !label.contains(shape_filter.as_str()) {
+            continue;
+        }
         let one = w4_weights(n, k);
         let copies = set_bytes.div_ceil(one.bytes()).max(1);
         let w4: Vec<PackedW4> = (0..copies).map(|_| one.clone()).collect();

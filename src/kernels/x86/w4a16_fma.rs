@@ -120,8 +120,8 @@ unsafe fn block<V: Lanes16>(
             (true, 2) => micro::<V, 2, 4, true>(v, panel, groups, act, r0, tile),
             (true, 3) => micro::<V, 3, 4, false>(v, panel, groups, act, r0, tile),
             (true, _) => micro::<V, 4, 4, false>(v, panel, groups, act, r0, tile),
-            (false, 1) => micro::<V, 1, 2, true>(v, panel, groups, act, r0, tile),
-            (false, 2) => micro::<V, 2, 1, true>(v, panel, groups, act, r0, tile),
+            (false, 1) => micro::<V, 1, 4, false>(v, panel, groups, act, r0, tile),
+            (false, 2) => micro::<V, 2, 2, false>(v, panel, groups, act, r0, tile),
             (false, 3) => micro::<V, 3, 1, false>(v, panel, groups, act, r0, tile),
             (false, _) => micro::<V, 4, 1, false>(v, panel, groups, act, r0, tile),
         }
