@@ -31,7 +31,7 @@ pub const SCALE_OFFSET: usize = 4096;
 /// Offset of the 64 bf16 zeros in a record.
 pub const ZERO_OFFSET: usize = 4224;
 const _: () = assert!(RECORD_BYTES == PANEL * GROUP / 2 + 2 * PANEL * 2);
-const _: () = assert!(RECORD_BYTES % 64 == 0);
+const _: () = assert!(RECORD_BYTES.is_multiple_of(64));
 
 /// Where code `q[col][k]` lives in its record: (byte offset, high nibble?).
 #[inline]

@@ -52,7 +52,7 @@ pub fn thread_cpu_secs() -> Option<f64> {
     };
     // SAFETY: clock_gettime writes one timespec into the valid local.
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (rc == 0).then(|| ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9)
+    (rc == 0).then_some(ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9)
 }
 
 /// CPU time consumed by the calling thread (not available on this OS).

@@ -121,14 +121,25 @@ pub(super) struct EpilogueCtx<'a> {
     pub col0: usize,
 }
 
-/// The hardware engine.
-pub(super) struct Amx;
+/// The hardware engine. Holding one proves AMX-INT8 (CPU, OS, permission), AVX-512 F/BW and
+/// FMA are usable, which is what makes its safe methods sound.
+pub(super) struct Amx {
+    _proof: (),
+}
+
+impl Amx {
+    /// # Safety
+    /// The host supports everything `W4A8_AMX.requires` lists.
+    unsafe fn new_unchecked() -> Self {
+        Amx { _proof: () }
+    }
+}
 
 impl Tiles for Amx {
     fn begin(&self) {
         let cfg = TileConfig::all_16x64();
-        // SAFETY: only reached through `w4a8_amx`, whose caller guarantees AMX (CPU, OS and
-        // permission). The config is valid (palette 1, tiles 0–7 ≤ 16 × 64, rest zero) and
+        // SAFETY: an `Amx` exists only when AMX is usable (CPU, OS and permission; see
+        // `new_unchecked`). The config is valid (palette 1, tiles 0–7 ≤ 16 × 64, rest zero) and
         // lives on the stack for the duration of the instruction, which reads it (readonly,
         // not nomem).
         unsafe {
@@ -137,7 +148,7 @@ impl Tiles for Amx {
     }
 
     fn end(&self) {
-        // SAFETY: AMX is available (see `begin`); tilerelease only resets tile state.
+        // SAFETY: AMX is usable (an `Amx` exists); tilerelease only resets tile state.
         unsafe { asm!("tilerelease", options(nostack, nomem, preserves_flags)) };
     }
 
@@ -151,7 +162,8 @@ impl Tiles for Amx {
     ) {
         let (bp, cp) = (b.as_ptr(), c.as_mut_ptr());
         if row_blocks == 2 {
-            // SAFETY: tiles configured by `begin` on this thread; A reads stay inside the
+            // SAFETY: AMX usable (an `Amx` exists); tiles configured by `begin` on this thread
+            // (the driver calls `begin` before any block); A reads stay inside the
             // caller's contract (32 rows × 128 bytes), B/C are the 4 KB buffers passed in.
             // The stride is the index register of every tileloadd/tilestored (pitfall 2).
             unsafe {
@@ -222,7 +234,7 @@ impl Tiles for Amx {
     }
 
     fn epilogue(&self, c: &[i32; 4 * 256], ctx: &EpilogueCtx<'_>, acc: &mut [f32]) {
-        // SAFETY: only reached through `w4a8_amx`, whose variant requires AVX-512 F and FMA.
+        // SAFETY: an `Amx` exists only when AVX-512 F and FMA are usable (`new_unchecked`).
         unsafe { epilogue_avx512(c, ctx, acc) }
     }
 }
@@ -332,7 +344,9 @@ fn unpack_b(rec: &[u8], h: usize, b: &mut [u8; 4 * TILE]) {
 /// The CPU supports AMX-INT8 (with OS support and permission), AVX-512 F/BW and FMA; shapes
 /// as in `registry::W4A8Fn`.
 unsafe fn w4a8_amx(pool: &ThreadPool, w: &PackedW4, a: &QuantActs, out: &mut [f32]) {
-    w4a8_tiles(pool, w, a, out, &Amx);
+    // SAFETY: the caller guarantees the variant's features (registry::W4A8Fn contract).
+    let amx = unsafe { Amx::new_unchecked() };
+    w4a8_tiles(pool, w, a, out, &amx);
 }
 
 /// The tile driver, generic over the engine (see the module docs).
@@ -349,7 +363,7 @@ pub(super) fn w4a8_tiles<T: Tiles>(
     let units = halves * chunks;
     let out = SharedMut::new(out);
     let codes = a.codes();
-    assert!(codes.len() >= a.m_padded() * k && a.m_padded() % 16 == 0);
+    assert!(codes.len() >= a.m_padded() * k && a.m_padded().is_multiple_of(16));
     pool.run(|wk| {
         let mine = split_range(units, wk.threads, wk.index);
         if mine.is_empty() {

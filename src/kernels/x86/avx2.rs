@@ -89,7 +89,7 @@ fn panel<const VNNI: bool>(
     acc[..rows.len() * PANEL].fill(0.0);
     for g in groups {
         let rec = w.record(p, g);
-        assert!(rec.len() == RECORD_BYTES && rec.as_ptr() as usize % 32 == 0);
+        assert!(rec.len() == RECORD_BYTES && (rec.as_ptr() as usize).is_multiple_of(32));
         let mut r = r0;
         while r < rows.end {
             if rows.end - r >= 2 {

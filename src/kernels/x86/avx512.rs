@@ -58,7 +58,7 @@ pub(super) fn panel(
     acc[..rows.len() * PANEL].fill(0.0);
     for g in groups {
         let rec = w.record(p, g);
-        assert!(rec.len() == RECORD_BYTES && rec.as_ptr() as usize % 64 == 0);
+        assert!(rec.len() == RECORD_BYTES && (rec.as_ptr() as usize).is_multiple_of(64));
         let mut r = r0;
         while r < rows.end {
             match rows.end - r {
@@ -83,6 +83,7 @@ pub(super) fn panel(
 /// `acc[(row − r0)·64 + col]`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,fma")]
 #[inline]
+#[allow(clippy::needless_range_loop)] // j indexes accumulators, chunks and scales alike
 fn record_rows<const R: usize>(
     rec: &[u8],
     a: &QuantActs,
