@@ -1,2 +1,80 @@
-//! Bundled int4 GEMM kernels (W4A8, W4A16, bf16) with scalar references.
-//! (Skeleton: filled in by the kernels work.)
+//! Bundled int4 GEMM kernels for `edgeplan bench`: W4A8 (int4 weights × int8 activations),
+//! W4A16 and bf16, with scalar references, a persistent thread pool and a registry of
+//! variants selected at run time.
+//!
+//! Data flow: f32 weights → [`weights::quantize`] → [`pack::PackedW4`] (P64·G128 records);
+//! bf16 activations → [`acts::QuantActs`] (int8 per token and 128-group, plus Σq). A kernel
+//! variant from [`registry`] computes `out[M][N]` (f32, row-major) on a [`pool::ThreadPool`].
+//! Every variant is checked against [`reference`] (the oracle) in `tests.rs`.
+//!
+//! Dispatch order (per path; `x86/mod.rs` has the x86 chain): AMX → AVX-512 VNNI → AVX-VNNI →
+//! AVX2 → scalar on x86-64; scalar elsewhere (NEON is not written yet). `EDGEPLAN_KERNEL=<name>`
+//! forces a variant for its path; `registry::by_name(..)?.ready()?` forces one in code.
+//!
+//! Safety contract: ISA code sits in `#[target_feature]` functions reached only through a
+//! [`registry::Ready`], which proves the CPU (and OS, and AMX permission) support the
+//! variant; the safe `Ready` methods validate shapes first. `cfg(target_arch)` appears only in
+//! this file and the per-arch `mod.rs` files.
+
+pub mod acts;
+pub mod bf16;
+pub mod buf;
+pub mod cpu;
+pub mod driver;
+pub mod error;
+pub mod fidelity;
+pub mod pack;
+pub mod pool;
+pub mod reference;
+pub mod registry;
+pub mod scalar;
+pub mod weights;
+
+#[cfg(target_arch = "x86_64")]
+mod x86;
+#[cfg(target_arch = "x86_64")]
+use x86 as arch;
+
+#[cfg(target_arch = "aarch64")]
+mod aarch64;
+#[cfg(target_arch = "aarch64")]
+use aarch64 as arch;
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+mod arch {
+    //! Targets without SIMD kernels: scalar only.
+    use super::cpu::Feature;
+    use super::registry::Variant;
+    pub static VARIANTS: &[&Variant] = &[];
+    pub fn missing(f: Feature) -> Option<&'static str> {
+        Some(f.name())
+    }
+    pub fn amx_permission() -> Result<(), &'static str> {
+        Err("amx (not an x86-64 CPU)")
+    }
+}
+
+#[cfg(test)]
+mod tests;
+
+pub use acts::{Bf16Rows, QuantActs};
+pub use bf16::Bf16;
+pub use buf::AlignedBuf;
+pub use error::KernelError;
+pub use pack::{PackedBf16, PackedW4};
+pub use pool::ThreadPool;
+pub use registry::{KernelPath, Phase, Ready, Variant};
+pub use weights::{QuantWeights, Scheme};
+
+/// Portable variants, compiled on every target (after the arch list in the registry).
+static PORTABLE: &[&Variant] = &[&scalar::W4A8_SCALAR];
+
+/// W4A8 with the default variant for M (or `EDGEPLAN_KERNEL`): `out[M][N]` overwritten.
+pub fn gemm_w4a8(
+    pool: &ThreadPool,
+    w: &PackedW4,
+    a: &QuantActs,
+    out: &mut [f32],
+) -> Result<(), KernelError> {
+    registry::select(KernelPath::W4A8, a.m())?.w4a8(pool, w, a, out)
+}

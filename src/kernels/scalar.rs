@@ -1,0 +1,58 @@
+//! Portable scalar W4A8 kernel on the packed layout (`w4a8-scalar`): the fallback on every
+//! target and the "scalar twin" that mirrors the SIMD kernels' arithmetic exactly — integer
+//! D per (column, group), then the f32 epilogue `acc += (D − z·A)·(s_w·s_a)` with fused
+//! multiply-adds. It runs through the same threaded driver as the SIMD kernels.
+
+use std::ops::Range;
+
+use super::acts::QuantActs;
+use super::driver::w4a8_panels;
+use super::pack::{PANEL, PackedW4, record_code, record_scale, record_zero};
+use super::pool::ThreadPool;
+use super::registry::{KernelFn, Phase, Variant};
+use super::weights::GROUP;
+
+/// The portable W4A8 variant.
+pub static W4A8_SCALAR: Variant = Variant {
+    name: "w4a8-scalar",
+    isa: "scalar",
+    phases: &[Phase::Decode, Phase::Prefill],
+    requires: &[],
+    rank: 0,
+    kernel: KernelFn::W4A8(w4a8_scalar),
+};
+
+/// # Safety
+/// Shapes as in [`super::registry::W4A8Fn`]; no CPU feature needed.
+unsafe fn w4a8_scalar(pool: &ThreadPool, w: &PackedW4, a: &QuantActs, out: &mut [f32]) {
+    w4a8_panels(pool, w, a, out, &panel);
+}
+
+/// The scalar panel microkernel (see `driver::PanelKernel`).
+pub fn panel(
+    w: &PackedW4,
+    a: &QuantActs,
+    p: usize,
+    groups: Range<usize>,
+    rows: Range<usize>,
+    acc: &mut [f32],
+) {
+    let r0 = rows.start;
+    acc[..rows.len() * PANEL].fill(0.0);
+    for g in groups {
+        let rec = w.record(p, g);
+        for r in rows.clone() {
+            let x = &a.row(r)[g * GROUP..][..GROUP];
+            let (sa, big_a) = (a.scale(r, g), a.sum(r, g) as f32);
+            for c in 0..PANEL {
+                let d: i32 = (0..GROUP)
+                    .map(|kk| record_code(rec, c, kk) as i32 * x[kk] as i32)
+                    .sum();
+                let (sw, z) = (record_scale(rec, c).to_f32(), record_zero(rec, c).to_f32());
+                let t = (-z).mul_add(big_a, d as f32);
+                let o = &mut acc[(r - r0) * PANEL + c];
+                *o = t.mul_add(sw * sa, *o);
+            }
+        }
+    }
+}

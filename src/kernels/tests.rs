@@ -1,0 +1,281 @@
+//! The kernel harness: every registered variant the host can run is checked against the
+//! scalar reference on identical packed inputs (memchr's "every implementation through one
+//! harness", candle's "optimized vs reference on the same quantized data").
+//!
+//! W4A8 is checked against the exact integer identity with a per-element bound of
+//! `1e-5 · Σ_g |s_w·s_a|·(|D| + |z·A|)` (only f32 epilogue rounding may differ). Shapes cross
+//! the row block, panel and group boundaries; data is seeded (seed in every message) plus
+//! extremes. Variants the host cannot run are reported on stderr and skipped.
+
+use std::sync::OnceLock;
+
+use super::acts::{Bf16Rows, QuantActs};
+use super::bf16::Bf16;
+use super::driver::k_slices;
+use super::fidelity::Rng;
+use super::pack::PackedW4;
+use super::pool::ThreadPool;
+use super::registry::{self, KernelPath, Ready};
+use super::weights::{GROUP, QuantWeights};
+
+pub(crate) fn pool(threads: usize) -> &'static ThreadPool {
+    static POOLS: OnceLock<Vec<ThreadPool>> = OnceLock::new();
+    &POOLS.get_or_init(|| {
+        (1..=3)
+            .map(|t| ThreadPool::new(t).expect("spawn test pool"))
+            .collect()
+    })[threads - 1]
+}
+
+/// Every runnable variant of `path`; prints the skipped ones.
+pub(crate) fn runnable(path: KernelPath) -> Vec<Ready> {
+    let mut out = Vec::new();
+    for v in registry::for_path(path) {
+        match v.ready() {
+            Ok(r) => out.push(r),
+            Err(e) => eprintln!("SKIPPED {}: {e}", v.name),
+        }
+    }
+    assert!(!out.is_empty(), "no runnable {} variant", path.name());
+    out
+}
+
+/// How zeros are drawn for random weights.
+#[derive(Clone, Copy, Debug)]
+enum Zeros {
+    Eight,
+    Integer,
+    Fractional,
+}
+
+fn random_weights(n: usize, k: usize, zeros: Zeros, rng: &mut Rng) -> QuantWeights {
+    let groups = k / GROUP;
+    let codes = (0..n * k).map(|_| rng.below(16) as u8).collect();
+    let scales = (0..n * groups)
+        .map(|_| Bf16::from_f32((0.001 + 0.05 * rng.uniform()) as f32))
+        .collect();
+    let zeros = (0..n * groups)
+        .map(|_| {
+            Bf16::from_f32(match zeros {
+                Zeros::Eight => 8.0,
+                Zeros::Integer => rng.below(16) as f32,
+                Zeros::Fractional => (rng.uniform() * 15.0) as f32,
+            })
+        })
+        .collect();
+    QuantWeights::from_parts(n, k, codes, scales, zeros).expect("valid random weights")
+}
+
+fn random_acts(m: usize, k: usize, rng: &mut Rng) -> QuantActs {
+    let x: Vec<Bf16> = (0..m * k)
+        .map(|_| Bf16::from_f32((rng.normal() * 2.0) as f32))
+        .collect();
+    QuantActs::quantize(Bf16Rows::new(&x, m, k).expect("shape")).expect("finite")
+}
+
+/// Exact reference and the per-element rounding bound.
+fn reference_with_bound(w: &QuantWeights, a: &QuantActs) -> (Vec<f64>, Vec<f64>) {
+    let want = super::reference::w4a8(w, a);
+    let (m, n, k) = (a.m(), w.n, w.k);
+    let mut bound = vec![0.0f64; m * n];
+    for r in 0..m {
+        for c in 0..n {
+            let mut b = 0.0f64;
+            for g in 0..k / GROUP {
+                let d: i64 = (0..GROUP)
+                    .map(|i| w.codes[c * k + g * GROUP + i] as i64 * a.row(r)[g * GROUP + i] as i64)
+                    .sum();
+                let za = (w.zero(c, g) as f64 * a.sum(r, g) as f64).abs();
+                b += (w.scale(c, g) as f64 * a.scale(r, g) as f64).abs() * (d.abs() as f64 + za);
+            }
+            bound[r * n + c] = 1e-5 * b + 1e-30;
+        }
+    }
+    (want, bound)
+}
+
+fn check_w4a8(
+    kern: &Ready,
+    threads: usize,
+    w: &QuantWeights,
+    a: &QuantActs,
+    what: &str,
+) -> Vec<f32> {
+    let packed = PackedW4::pack(w);
+    let (want, bound) = reference_with_bound(w, a);
+    let mut out = vec![f32::NAN; a.m() * w.n];
+    kern.w4a8(pool(threads), &packed, a, &mut out)
+        .expect("shapes agree");
+    for (i, (&g, &e)) in out.iter().zip(&want).enumerate() {
+        let err = (g as f64 - e).abs();
+        assert!(
+            err <= bound[i],
+            "{} ({threads} threads) {what} M={} N={} K={}: out[{}][{}] = {g}, want {e} (err {err:.3e} > {:.3e})",
+            kern.name(),
+            a.m(),
+            w.n,
+            w.k,
+            i / w.n,
+            i % w.n,
+            bound[i]
+        );
+    }
+    out
+}
+
+const MS: [usize; 15] = [1, 2, 3, 4, 5, 15, 16, 17, 31, 32, 33, 64, 127, 128, 129];
+
+#[test]
+fn w4a8_every_m_against_exact_reference() {
+    for kern in runnable(KernelPath::W4A8) {
+        for (i, &m) in MS.iter().enumerate() {
+            let seed = 1000 + i as u64;
+            let mut rng = Rng::new(seed);
+            for (n, zeros) in [(1, Zeros::Eight), (65, Zeros::Fractional)] {
+                let w = random_weights(n, 256, zeros, &mut rng);
+                let a = random_acts(m, 256, &mut rng);
+                check_w4a8(&kern, 2, &w, &a, &format!("seed {seed} {zeros:?}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn w4a8_panel_and_group_edges() {
+    for kern in runnable(KernelPath::W4A8) {
+        let mut seed = 2000;
+        for m in [1, 4, 17] {
+            for n in [63, 200] {
+                for k in [128, 384, 2048] {
+                    seed += 1;
+                    let mut rng = Rng::new(seed);
+                    let w = random_weights(n, k, Zeros::Integer, &mut rng);
+                    let a = random_acts(m, k, &mut rng);
+                    check_w4a8(&kern, 2, &w, &a, &format!("seed {seed}"));
+                }
+            }
+        }
+        for m in [1, 33] {
+            let mut rng = Rng::new(3000 + m as u64);
+            let w = random_weights(65, 6144, Zeros::Fractional, &mut rng);
+            let a = random_acts(m, 6144, &mut rng);
+            check_w4a8(&kern, 2, &w, &a, &format!("seed {}", 3000 + m));
+        }
+    }
+}
+
+#[test]
+fn w4a8_extremes() {
+    let (n, k) = (70, 256);
+    let groups = k / GROUP;
+    for kern in runnable(KernelPath::W4A8) {
+        for code in [0u8, 15] {
+            for act in [127i8, -127] {
+                for z in [0.0f32, 8.0, 15.0, 7.5, 0.375] {
+                    let w = QuantWeights::from_parts(
+                        n,
+                        k,
+                        vec![code; n * k],
+                        vec![Bf16::from_f32(0.0625); n * groups],
+                        vec![Bf16::from_f32(z); n * groups],
+                    )
+                    .expect("valid");
+                    let m = 5;
+                    let mut codes = vec![act; m * k];
+                    codes[2 * k..3 * k].fill(0); // an all-zero row
+                    let a = QuantActs::from_codes(&codes, &vec![1.0 / 127.0; m * groups], m, k)
+                        .expect("valid");
+                    check_w4a8(&kern, 2, &w, &a, &format!("code {code} act {act} zero {z}"));
+                }
+            }
+        }
+        // Denormal, huge and all-zero activations through the quantizer.
+        let mut rng = Rng::new(4242);
+        let w = random_weights(n, k, Zeros::Fractional, &mut rng);
+        for (label, v) in [("denormal", 1.0e-39f32), ("huge", 1.0e34), ("zero", 0.0)] {
+            let m = 3;
+            let x: Vec<Bf16> = (0..m * k)
+                .map(|i| {
+                    Bf16::from_f32(if i % 3 == 0 {
+                        -v
+                    } else {
+                        v * ((i % 7) as f32 / 7.0)
+                    })
+                })
+                .collect();
+            let a = QuantActs::quantize(Bf16Rows::new(&x, m, k).unwrap()).unwrap();
+            let out = check_w4a8(&kern, 2, &w, &a, label);
+            assert!(
+                out.iter().all(|o| o.is_finite()),
+                "{} {label}: non-finite output",
+                kern.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn w4a8_threads_agree() {
+    for kern in runnable(KernelPath::W4A8) {
+        for (m, n, k) in [(1, 200, 384), (3, 65, 2048), (33, 64, 256), (1, 1, 1024)] {
+            let seed = 5000 + (m * n + k) as u64;
+            let mut rng = Rng::new(seed);
+            let w = random_weights(n, k, Zeros::Fractional, &mut rng);
+            let a = random_acts(m, k, &mut rng);
+            let one = check_w4a8(&kern, 1, &w, &a, &format!("seed {seed}"));
+            for t in [2, 3] {
+                let many = check_w4a8(&kern, t, &w, &a, &format!("seed {seed}"));
+                let panels = n.div_ceil(64);
+                if k_slices(panels, k / GROUP, t) == 1 {
+                    assert_eq!(
+                        one,
+                        many,
+                        "{} {t} threads differ from 1 thread (seed {seed})",
+                        kern.name()
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn registry_names_are_unique_and_forceable() {
+    let all = registry::all();
+    for (i, v) in all.iter().enumerate() {
+        assert!(
+            all[i + 1..].iter().all(|o| o.name != v.name),
+            "duplicate {}",
+            v.name
+        );
+        assert_eq!(registry::by_name(v.name).unwrap().name, v.name);
+        assert!(
+            v.name.starts_with(v.path().name()),
+            "{} must start with its path",
+            v.name
+        );
+        match v.ready() {
+            Ok(_) => assert!(v.missing().is_empty()),
+            Err(e) => assert!(e.to_string().contains("missing"), "{e}"),
+        }
+    }
+    assert!(registry::by_name("no-such-kernel").is_err());
+    let best = registry::select(KernelPath::W4A8, 1).unwrap();
+    assert!(best.variant().is_available());
+    // A W4A8 variant refuses to run another path.
+    let scalar = registry::by_name("w4a8-scalar").unwrap().ready().unwrap();
+    let x = vec![Bf16::ONE; 128];
+    let w = PackedW4::pack(
+        &QuantWeights::from_parts(1, 128, vec![1; 128], vec![Bf16::ONE], vec![Bf16::ONE]).unwrap(),
+    );
+    let mut out = vec![0.0; 1];
+    assert!(
+        scalar
+            .w4a16(pool(1), &w, Bf16Rows::new(&x, 1, 128).unwrap(), &mut out)
+            .is_err()
+    );
+    // Shape mismatches are errors, not panics.
+    let a = QuantActs::quantize(Bf16Rows::new(&x, 1, 128).unwrap()).unwrap();
+    let mut wrong = vec![0.0; 2];
+    assert!(scalar.w4a8(pool(1), &w, &a, &mut wrong).is_err());
+}
