@@ -1,4 +1,5 @@
 //! The one integration-test binary: it runs the built `edgeplan` as users do.
 
+mod bench;
 mod cli;
 mod util;

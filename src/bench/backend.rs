@@ -34,6 +34,11 @@ impl BenchPath {
         BenchPath::ALL.into_iter().find(|p| p.as_str().eq_ignore_ascii_case(text.trim()))
     }
 
+    /// Whether weights packed for `self` serve `other` too (W4A8 and W4A16 share P64·G128).
+    pub fn shares_layout(self, other: BenchPath) -> bool {
+        self == other || (self != BenchPath::Bf16 && other != BenchPath::Bf16)
+    }
+
     /// Bits each weight occupies in memory, scales and zeros included (kernels.md §1).
     pub fn bits_per_weight(self) -> f64 {
         match self {

@@ -34,13 +34,13 @@ pub fn run(req: BenchRequest) -> anyhow::Result<Exit> {
     let (threads, thread_note) = resolve_threads(req.threads, profile.cpu.usable_threads, host_cpus)?;
     let ctx = Context { req: &req, profile: &profile, source, workload: &workload, threads, thread_note };
     match req.executor {
-        Executor::Fake => {
+        Executor::Fake(slow) => {
             let clock = Arc::new(FakeClock::new(0.0));
-            let backend = FakeBackend::new(threads, clock.clone());
+            let backend = FakeBackend::new(threads, clock.clone()).slowing(slow);
             ctx.execute(&backend, clock.as_ref(), "fake")
         }
         Executor::Real => {
-            let backend = super::kernels_backend(threads)?;
+            let backend = super::kernels_backend::KernelsBackend::new(threads)?;
             ctx.execute(&backend, &RealClock::new(), "real")
         }
     }
@@ -215,6 +215,7 @@ impl Context<'_> {
         let mut results: Vec<ResultRow> = Vec::new();
         let mut fidelity: Vec<FidelityRow> = Vec::new();
         let mut reference: Option<Reference> = None;
+        let mut cached: Option<Rotation<B::Weights>> = None;
         let forced_name = forced.map(|k| k.name.as_str());
         for &path in &paths {
             let forced_here = forced.filter(|k| k.path == path).map(|k| k.name.as_str());
@@ -227,8 +228,16 @@ impl Context<'_> {
             }
             let plan_d = w.decode_plan(path, l3, req.quick);
             let pre_layers = w.prefill_layers(req.quick);
+            let instances = plan_d.instances.max(pre_layers);
             progress.stage(&format!("{path}: packing {} of weights", gib(plan_d.working_set_bytes)));
-            let rot = Rotation::build(backend, path, w, plan_d.instances.max(pre_layers), 1)?;
+            // W4A8 and W4A16 share a layout: keep the rotation rather than pack it twice.
+            let rot = match cached.take() {
+                Some(r) if r.serves(path, instances) => r,
+                other => {
+                    drop(other);
+                    Rotation::build(backend, path, w, instances, 1)?
+                }
+            };
             let timer = Timer { backend, clock, workload: w, sampling: dec_policy };
             let layer_bytes = rot.layer_bytes(backend, 0);
             let head_bytes = backend.weight_bytes(&rot.head) as u64;
@@ -286,7 +295,7 @@ impl Context<'_> {
             }
             let prefill_kernel = best.as_ref().map(|r| r.kernel.clone());
             results.extend(best);
-            drop(rot);
+            cached = Some(rot);
 
             // Fidelity with the kernel that served prefill (else decode).
             let fk_name = prefill_kernel.or(decode_kernel);
@@ -303,6 +312,7 @@ impl Context<'_> {
                 }
             }
         }
+        drop(cached);
         progress.finish();
 
         // Verdict.

@@ -69,11 +69,18 @@ pub struct FakeInput {
 pub struct FakeBackend {
     pool: ScopedPool,
     clock: Arc<FakeClock>,
+    slow: Option<BenchPath>,
 }
 
 impl FakeBackend {
     pub fn new(workers: usize, clock: Arc<FakeClock>) -> FakeBackend {
-        FakeBackend { pool: ScopedPool::new(workers), clock }
+        FakeBackend { pool: ScopedPool::new(workers), clock, slow: None }
+    }
+
+    /// Makes `path` four times slower than its default simulated speed.
+    pub fn slowing(mut self, path: Option<BenchPath>) -> FakeBackend {
+        self.slow = path;
+        self
     }
 }
 
@@ -186,9 +193,14 @@ impl Backend for FakeBackend {
         Ok(FakeInput { m, k, x })
     }
 
-    fn gemm(&self, _kernel: &KernelInfo, w: &FakeWeights, x: &FakeInput, out: &mut [f32]) -> anyhow::Result<()> {
+    fn gemm(&self, kernel: &KernelInfo, w: &FakeWeights, x: &FakeInput, out: &mut [f32]) -> anyhow::Result<()> {
         anyhow::ensure!(x.k == w.k && out.len() >= x.m * w.n, "fake gemm: shapes disagree");
-        let (bps, macs) = speed(w.path);
+        anyhow::ensure!(kernel.path.shares_layout(w.path), "fake gemm: {} weights given to {}", w.path, kernel.name);
+        let (mut bps, mut macs) = speed(kernel.path);
+        if self.slow == Some(kernel.path) {
+            bps /= 4.0;
+            macs /= 4.0;
+        }
         let bytes = self.weight_bytes(w) as f64;
         let work = (x.m * w.n * w.k) as f64;
         self.clock.advance(bytes / bps + work / macs);

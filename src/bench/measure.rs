@@ -12,7 +12,9 @@ use super::stats::Summary;
 use super::workload::{DecodePlan, Workload};
 
 /// Distinct weight buffers for a path: `layers[i][j]` is GEMM `j` of layer instance `i`.
+/// W4A8 and W4A16 share one packed layout, so one rotation serves both.
 pub struct Rotation<W> {
+    /// The path it was packed for.
     pub path: BenchPath,
     pub layers: Vec<Vec<W>>,
     pub head: W,
@@ -41,6 +43,11 @@ impl<W> Rotation<W> {
         layers.insert(0, first);
         let head = backend.synthetic(path, w.lm_head.n, w.lm_head.k, seed + 100)?;
         Ok(Rotation { path, layers, head })
+    }
+
+    /// Whether this rotation can serve `path` with `instances` layers.
+    pub fn serves(&self, path: BenchPath, instances: usize) -> bool {
+        self.path.shares_layout(path) && self.layers.len() == instances
     }
 
     pub fn layer_bytes<B: Backend<Weights = W>>(&self, backend: &B, instance: usize) -> u64 {
@@ -101,7 +108,7 @@ impl<B: Backend> Timer<'_, B> {
     /// time scaled to the model's layer count.
     pub fn decode(&self, kernel: &KernelInfo, rot: &Rotation<B::Weights>, plan: DecodePlan) -> anyhow::Result<Vec<Seconds>> {
         let w = self.workload;
-        let inputs = Inputs::new(self.backend, rot.path, w, 1, 11)?;
+        let inputs = Inputs::new(self.backend, kernel.path, w, 1, 11)?;
         let widest = w.per_layer.iter().map(|g| g.n).chain([w.lm_head.n]).max().unwrap_or(0);
         let mut out = vec![0.0f32; widest];
         self.sampling.collect(self.clock, &mut || {
@@ -127,7 +134,7 @@ impl<B: Backend> Timer<'_, B> {
     ) -> anyhow::Result<Vec<Seconds>> {
         let w = self.workload;
         let layers = layers.clamp(1, rot.layers.len());
-        let inputs = Inputs::new(self.backend, rot.path, w, tokens, 13)?;
+        let inputs = Inputs::new(self.backend, kernel.path, w, tokens, 13)?;
         let widest = w.per_layer.iter().map(|g| g.n).max().unwrap_or(0);
         let mut out = vec![0.0f32; widest * tokens];
         let scale = w.layers as f64 / layers as f64;

@@ -17,6 +17,7 @@ pub mod clock;
 pub mod fake;
 pub mod fidelity;
 pub mod host;
+pub mod kernels_backend;
 pub mod measure;
 pub mod peaks;
 pub mod report;
@@ -33,11 +34,6 @@ use crate::cli::BenchArgs;
 use crate::error::Exit;
 
 pub use save::{MeasuredSummary, measured_summary};
-
-/// The backend over `crate::kernels` (not merged into this branch yet).
-fn kernels_backend(_threads: usize) -> anyhow::Result<fake::FakeBackend> {
-    anyhow::bail!("the kernels are not built into this edgeplan yet")
-}
 
 /// The planned path name for `profile` (the planner is not merged into this branch yet).
 fn planned_path(_profile: &crate::profile::Profile, _priority: crate::cli::Priority) -> Result<String, String> {

@@ -18,7 +18,9 @@ pub const MAX_PREFILL_TOKENS: usize = 8192;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Executor {
     Real,
-    Fake,
+    /// Simulated GEMMs on a virtual clock; `Some(path)` makes that path 4x slower (to
+    /// test a contradicted plan end to end).
+    Fake(Option<BenchPath>),
 }
 
 #[derive(Debug, Clone)]
@@ -75,9 +77,12 @@ impl BenchRequest {
             )));
         }
         let executor = match std::env::var(EXECUTOR_ENV).as_deref() {
-            Ok("fake") => Executor::Fake,
+            Ok("fake") => Executor::Fake(None),
             Ok("real") | Ok("") | Err(_) => Executor::Real,
-            Ok(other) => return Err(usage(format!("{EXECUTOR_ENV}={other}: use real or fake"))),
+            Ok(other) => match other.strip_prefix("fake-slow-").and_then(BenchPath::parse) {
+                Some(path) => Executor::Fake(Some(path)),
+                None => return Err(usage(format!("{EXECUTOR_ENV}={other}: use real, fake or fake-slow-PATH"))),
+            },
         };
         Ok(BenchRequest {
             model: match args.model_config {
