@@ -15,8 +15,10 @@ use std::sync::OnceLock;
 use super::cpu::Feature;
 use super::registry::Variant;
 
+mod avx2;
+
 /// The x86 variants, in registry order. Add new x86 variants here (one line each).
-pub static VARIANTS: &[&Variant] = &[];
+pub static VARIANTS: &[&Variant] = &[&avx2::W4A8_AVXVNNI, &avx2::W4A8_AVX2];
 
 /// Why `f` is unusable here, or `None`.
 pub fn missing(f: Feature) -> Option<&'static str> {

@@ -1,0 +1,197 @@
+//! W4A8 panel kernels on 256-bit vectors: AVX2 (`vpmaddubsw` + `vpmaddwd`) and AVX-VNNI
+//! (VEX `vpdpbusd`), kernels.md §4.2. Both consume the P64·G128 record one 64-byte chunk at
+//! a time as two 32-byte halves (columns 0–7 and 8–15 of a sub-block).
+//!
+//! Loop: group (record stays in L1) → row pair → column sub-blocks. Per octet `o` the
+//! activation dwords `x[8o..8o+4]` / `x[8o+4..8o+8]` are broadcast; codes are `x & 15` and
+//! `(x >> 4) & 15`. AVX2 sums up to 8 `maddubs` outputs in int16 (each ≤ 2·15·127 = 3810, so
+//! 8·3810 = 30480 < 32767: safe only because codes ≤ 15 and activations are clamped to
+//! ±127) before one `madd(·, 1)` to int32. After the group, the zero-point fold runs in f32:
+//! `acc += (D − z·A)·(s_w·s_a)`. One row uses 32 columns per pass (8 independent chains);
+//! two rows use 16 columns per pass.
+
+use std::arch::x86_64::*;
+use std::ops::Range;
+
+use crate::kernels::acts::QuantActs;
+use crate::kernels::cpu::Feature;
+use crate::kernels::driver::w4a8_panels;
+use crate::kernels::pack::{PANEL, PackedW4, RECORD_BYTES, SCALE_OFFSET, ZERO_OFFSET};
+use crate::kernels::pool::ThreadPool;
+use crate::kernels::registry::{KernelFn, Phase, Variant};
+use crate::kernels::weights::GROUP;
+
+/// AVX2 W4A8 (decode and prefill where nothing better exists).
+pub static W4A8_AVX2: Variant = Variant {
+    name: "w4a8-avx2",
+    isa: "avx2",
+    phases: &[Phase::Decode, Phase::Prefill],
+    requires: &[Feature::Avx2, Feature::Fma],
+    rank: 10,
+    kernel: KernelFn::W4A8(w4a8_avx2),
+};
+
+/// AVX-VNNI W4A8 (ymm `vpdpbusd`).
+pub static W4A8_AVXVNNI: Variant = Variant {
+    name: "w4a8-avxvnni",
+    isa: "avxvnni",
+    phases: &[Phase::Decode, Phase::Prefill],
+    requires: &[Feature::Avx2, Feature::Fma, Feature::AvxVnni],
+    rank: 20,
+    kernel: KernelFn::W4A8(w4a8_avxvnni),
+};
+
+/// # Safety
+/// The CPU supports AVX2 and FMA; shapes as in `registry::W4A8Fn`.
+unsafe fn w4a8_avx2(pool: &ThreadPool, w: &PackedW4, a: &QuantActs, out: &mut [f32]) {
+    let kern = |w: &PackedW4, a: &QuantActs, p, gr, rows, acc: &mut [f32]| {
+        // SAFETY: this closure only runs inside w4a8_avx2, whose caller guarantees AVX2+FMA.
+        unsafe { panel::<false>(w, a, p, gr, rows, acc) }
+    };
+    w4a8_panels(pool, w, a, out, &kern);
+}
+
+/// # Safety
+/// The CPU supports AVX2, FMA and AVX-VNNI; shapes as in `registry::W4A8Fn`.
+unsafe fn w4a8_avxvnni(pool: &ThreadPool, w: &PackedW4, a: &QuantActs, out: &mut [f32]) {
+    let kern = |w: &PackedW4, a: &QuantActs, p, gr, rows, acc: &mut [f32]| {
+        // SAFETY: this closure only runs inside w4a8_avxvnni, whose caller guarantees the ISA.
+        unsafe { panel_vnni(w, a, p, gr, rows, acc) }
+    };
+    w4a8_panels(pool, w, a, out, &kern);
+}
+
+#[target_feature(enable = "avx2,fma,avxvnni")]
+fn panel_vnni(w: &PackedW4, a: &QuantActs, p: usize, groups: Range<usize>, rows: Range<usize>, acc: &mut [f32]) {
+    panel::<true>(w, a, p, groups, rows, acc)
+}
+
+/// One panel over `groups` for `rows` (see `driver::PanelKernel`). `VNNI` selects the
+/// `vpdpbusd` inner product (only reached from `panel_vnni`, which enables AVX-VNNI).
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn panel<const VNNI: bool>(w: &PackedW4, a: &QuantActs, p: usize, groups: Range<usize>, rows: Range<usize>, acc: &mut [f32]) {
+    let r0 = rows.start;
+    acc[..rows.len() * PANEL].fill(0.0);
+    for g in groups {
+        let rec = w.record(p, g);
+        assert!(rec.len() == RECORD_BYTES && rec.as_ptr() as usize % 32 == 0);
+        let mut r = r0;
+        while r < rows.end {
+            if rows.end - r >= 2 {
+                for j in 0..4 {
+                    record_rows::<2, 1, VNNI>(rec, j, a, g, [r, r + 1], r0, acc);
+                }
+                r += 2;
+            } else {
+                for j in [0, 2] {
+                    record_rows::<1, 2, VNNI>(rec, j, a, g, [r], r0, acc);
+                }
+                r += 1;
+            }
+        }
+    }
+}
+
+/// Rows `rows` × sub-blocks `j0..j0+J` of one record: integer dot products then epilogue
+/// into `acc[(row − r0)·64 + col]`.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn record_rows<const R: usize, const J: usize, const VNNI: bool>(
+    rec: &[u8],
+    j0: usize,
+    a: &QuantActs,
+    g: usize,
+    rows: [usize; R],
+    r0: usize,
+    acc: &mut [f32],
+) {
+    let mask = _mm256_set1_epi8(0x0F);
+    let ones = _mm256_set1_epi16(1);
+    let xs: [&[i8]; R] = rows.map(|r| &a.row(r)[g * GROUP..][..GROUP]);
+    let mut acc32 = [[_mm256_setzero_si256(); 4]; R];
+    let base = rec.as_ptr();
+    for ob in 0..4 {
+        let mut acc16 = [[_mm256_setzero_si256(); 4]; R];
+        for oo in 0..4 {
+            let o = ob * 4 + oo;
+            let alo = xs.map(|x| _mm256_set1_epi32(dword(x, 8 * o)));
+            let ahi = xs.map(|x| _mm256_set1_epi32(dword(x, 8 * o + 4)));
+            for jj in 0..J {
+                for h in 0..2 {
+                    let off = o * 256 + (j0 + jj) * 64 + h * 32;
+                    // SAFETY: off + 32 <= 4096 <= rec.len() (asserted by the caller) and
+                    // rec + off is 32-byte aligned (records are 64-aligned, off % 32 == 0).
+                    let v = unsafe { _mm256_load_si256(base.add(off).cast::<__m256i>()) };
+                    let lo = _mm256_and_si256(v, mask);
+                    let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(v), mask);
+                    let i = jj * 2 + h;
+                    for r in 0..R {
+                        if VNNI {
+                            // SAFETY: VNNI is true only on the `panel_vnni` path, whose
+                            // caller guarantees AVX-VNNI.
+                            acc32[r][i] = unsafe { dpbusd(dpbusd(acc32[r][i], lo, alo[r]), hi, ahi[r]) };
+                        } else {
+                            let s = _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo[r]), _mm256_maddubs_epi16(hi, ahi[r]));
+                            acc16[r][i] = _mm256_add_epi16(acc16[r][i], s);
+                        }
+                    }
+                }
+            }
+        }
+        if !VNNI {
+            for r in 0..R {
+                for i in 0..2 * J {
+                    acc32[r][i] = _mm256_add_epi32(acc32[r][i], _mm256_madd_epi16(acc16[r][i], ones));
+                }
+            }
+        }
+    }
+    for r in 0..R {
+        let va = _mm256_set1_ps(a.sum(rows[r], g) as f32);
+        let vs = _mm256_set1_ps(a.scale(rows[r], g));
+        let dst_row = &mut acc[(rows[r] - r0) * PANEL..][..PANEL];
+        for jj in 0..J {
+            for h in 0..2 {
+                let col = (j0 + jj) * 16 + h * 8;
+                let sw = bf16x8(&rec[SCALE_OFFSET + 2 * col..][..16]);
+                let z = bf16x8(&rec[ZERO_OFFSET + 2 * col..][..16]);
+                let d = _mm256_cvtepi32_ps(acc32[r][jj * 2 + h]);
+                let t = _mm256_fnmadd_ps(z, va, d);
+                let dst = &mut dst_row[col..col + 8];
+                // SAFETY: dst holds exactly 8 f32 (unaligned load/store).
+                unsafe {
+                    let prev = _mm256_loadu_ps(dst.as_ptr());
+                    _mm256_storeu_ps(dst.as_mut_ptr(), _mm256_fmadd_ps(t, _mm256_mul_ps(sw, vs), prev));
+                }
+            }
+        }
+    }
+}
+
+/// `vpdpbusd ymm` (AVX-VNNI).
+///
+/// # Safety
+/// The CPU supports AVX-VNNI.
+#[target_feature(enable = "avx2,avxvnni")]
+#[inline]
+unsafe fn dpbusd(acc: __m256i, u8s: __m256i, i8s: __m256i) -> __m256i {
+    _mm256_dpbusd_avx_epi32(acc, u8s, i8s)
+}
+
+/// Four activation bytes at `x[i..i+4]` as one little-endian dword.
+#[inline(always)]
+fn dword(x: &[i8], i: usize) -> i32 {
+    let b = &x[i..i + 4];
+    i32::from_le_bytes([b[0] as u8, b[1] as u8, b[2] as u8, b[3] as u8])
+}
+
+/// Eight little-endian bf16 (16 bytes) widened to f32.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn bf16x8(b: &[u8]) -> __m256 {
+    assert!(b.len() >= 16);
+    // SAFETY: b holds at least 16 bytes (asserted); unaligned load.
+    let h = unsafe { _mm_loadu_si128(b.as_ptr().cast::<__m128i>()) };
+    _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(h)))
+}
