@@ -76,7 +76,7 @@ struct Context<'a> {
 }
 
 fn gib(b: u64) -> String {
-    format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64)
+    super::report::fmt_bytes(b)
 }
 
 /// Sampling policies: (bandwidth, decode, prefill).

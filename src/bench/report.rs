@@ -165,7 +165,8 @@ fn fmt_opt_pct(p: Option<f64>) -> String {
     p.map_or_else(|| "-".to_string(), |p| format!("{p:.0}%"))
 }
 
-fn fmt_bytes(b: u64) -> String {
+/// Bytes in MiB below a GiB, else GiB with two decimals.
+pub fn fmt_bytes(b: u64) -> String {
     let mib = b as f64 / (1024.0 * 1024.0);
     if mib >= 1024.0 { format!("{:.2} GiB", mib / 1024.0) } else { format!("{mib:.0} MiB") }
 }

@@ -64,9 +64,10 @@ fn fma256(iters: u64) {
 
 #[target_feature(enable = "avx2,fma")]
 fn fma256_tf(iters: u64) {
-    let m = _mm256_set1_ps(0.999_999);
-    let c = _mm256_set1_ps(1e-6);
-    let mut acc = [_mm256_set1_ps(1.0); 12];
+    // Opaque inputs: constants would let the compiler prove the loop a no-op.
+    let m = black_box(_mm256_set1_ps(0.999));
+    let c = black_box(_mm256_set1_ps(1e-3));
+    let mut acc = black_box([_mm256_set1_ps(0.5); 12]);
     for _ in 0..iters {
         for a in acc.iter_mut() {
             *a = _mm256_fmadd_ps(*a, m, c);
@@ -82,9 +83,9 @@ fn fma512(iters: u64) {
 
 #[target_feature(enable = "avx512f")]
 fn fma512_tf(iters: u64) {
-    let m = _mm512_set1_ps(0.999_999);
-    let c = _mm512_set1_ps(1e-6);
-    let mut acc = [_mm512_set1_ps(1.0); 24];
+    let m = black_box(_mm512_set1_ps(0.999));
+    let c = black_box(_mm512_set1_ps(1e-3));
+    let mut acc = black_box([_mm512_set1_ps(0.5); 24]);
     for _ in 0..iters {
         for a in acc.iter_mut() {
             *a = _mm512_fmadd_ps(*a, m, c);
@@ -103,9 +104,9 @@ fn int8_avx2(iters: u64) {
 /// the multiplies out of the loop.
 #[target_feature(enable = "avx2")]
 fn int8_avx2_tf(iters: u64) {
-    let b = _mm256_set1_epi8(3);
-    let ones = _mm256_set1_epi16(1);
-    let mut acc = [_mm256_set1_epi32(0x0102_0304); 12];
+    let b = black_box(_mm256_set1_epi8(3));
+    let ones = black_box(_mm256_set1_epi16(1));
+    let mut acc = black_box([_mm256_set1_epi32(0x0102_0304); 12]);
     for _ in 0..iters {
         for a in acc.iter_mut() {
             let p = _mm256_maddubs_epi16(*a, b);
@@ -122,9 +123,9 @@ fn vnni256(iters: u64) {
 
 #[target_feature(enable = "avx2,avxvnni")]
 fn vnni256_tf(iters: u64) {
-    let a = _mm256_set1_epi8(7);
-    let b = _mm256_set1_epi8(-3);
-    let mut acc = [_mm256_setzero_si256(); 12];
+    let a = black_box(_mm256_set1_epi8(7));
+    let b = black_box(_mm256_set1_epi8(-3));
+    let mut acc = black_box([_mm256_setzero_si256(); 12]);
     for _ in 0..iters {
         for c in acc.iter_mut() {
             *c = _mm256_dpbusd_avx_epi32(*c, a, b);
@@ -140,9 +141,9 @@ fn vnni512(iters: u64) {
 
 #[target_feature(enable = "avx512f,avx512vnni")]
 fn vnni512_tf(iters: u64) {
-    let a = _mm512_set1_epi8(7);
-    let b = _mm512_set1_epi8(-3);
-    let mut acc = [_mm512_setzero_si512(); 24];
+    let a = black_box(_mm512_set1_epi8(7));
+    let b = black_box(_mm512_set1_epi8(-3));
+    let mut acc = black_box([_mm512_setzero_si512(); 24]);
     for _ in 0..iters {
         for c in acc.iter_mut() {
             *c = _mm512_dpbusd_epi32(*c, a, b);
