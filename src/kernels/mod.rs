@@ -18,16 +18,19 @@
 
 pub mod acts;
 pub mod bf16;
+pub mod bf16_act;
 pub mod buf;
 pub mod cpu;
 pub mod driver;
 pub mod error;
 pub mod fidelity;
 pub mod pack;
+pub mod panel_split;
 pub mod pool;
 pub mod reference;
 pub mod registry;
 pub mod scalar;
+mod scalar_float;
 pub mod weights;
 
 #[cfg(target_arch = "x86_64")]
@@ -56,6 +59,8 @@ mod arch {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_w4a16;
 
 pub use acts::{Bf16Rows, QuantActs};
 pub use bf16::Bf16;
@@ -67,7 +72,11 @@ pub use registry::{KernelPath, Phase, Ready, Variant};
 pub use weights::{QuantWeights, Scheme};
 
 /// Portable variants, compiled on every target (after the arch list in the registry).
-static PORTABLE: &[&Variant] = &[&scalar::W4A8_SCALAR];
+static PORTABLE: &[&Variant] = &[
+    &scalar::W4A8_SCALAR,
+    &scalar_float::W4A16_SCALAR,
+    &scalar_float::BF16_SCALAR,
+];
 
 /// W4A8 with the default variant for M (or `EDGEPLAN_KERNEL`): `out[M][N]` overwritten.
 pub fn gemm_w4a8(
@@ -77,4 +86,24 @@ pub fn gemm_w4a8(
     out: &mut [f32],
 ) -> Result<(), KernelError> {
     registry::select(KernelPath::W4A8, a.m())?.w4a8(pool, w, a, out)
+}
+
+/// W4A16 with the default variant for M (or `EDGEPLAN_KERNEL`): `out[M][N]` overwritten.
+pub fn gemm_w4a16(
+    pool: &ThreadPool,
+    w: &PackedW4,
+    x: Bf16Rows<'_>,
+    out: &mut [f32],
+) -> Result<(), KernelError> {
+    registry::select(KernelPath::W4A16, x.m)?.w4a16(pool, w, x, out)
+}
+
+/// bf16 with the default variant for M (or `EDGEPLAN_KERNEL`): `out[M][N]` overwritten.
+pub fn gemm_bf16(
+    pool: &ThreadPool,
+    w: &PackedBf16,
+    x: Bf16Rows<'_>,
+    out: &mut [f32],
+) -> Result<(), KernelError> {
+    registry::select(KernelPath::Bf16, x.m)?.bf16(pool, w, x, out)
 }

@@ -4,6 +4,10 @@
 //! - W4A8 prefill: `w4a8-gemm-amx` (AMX-INT8) → `w4a8-gemm-avx512vnni` → `w4a8-gemm-avxvnni`
 //!   → `w4a8-gemm-avx2` → `w4a8-scalar`.
 //! - W4A8 decode: `w4a8-gemv-avx512vnni` → `w4a8-gemv-avxvnni` → `w4a8-gemv-avx2` → scalar.
+//! - W4A16 prefill: `w4a16-gemm-amx` (AMX-BF16) → `w4a16-gemv-avx512` → `w4a16-gemv-avx2` →
+//!   `w4a16-scalar`; decode: `w4a16-gemv-avx512` → `w4a16-gemv-avx512bf16` → avx2 → scalar.
+//! - bf16 prefill: `bf16-gemm-amx` → `bf16-gemv-avx512` → `bf16-gemv-avx2` → `bf16-scalar`;
+//!   decode: `bf16-gemv-avx512` → `bf16-gemv-avx2` → scalar.
 //!
 //! Feature detection uses `is_x86_feature_detected!` except for AMX, which std only exposes
 //! unstably: CPUID.(7,0):EDX bits 24/25/22, OSXSAVE, XCR0 bits 17/18, then the Linux
@@ -15,10 +19,33 @@ use std::sync::OnceLock;
 use super::cpu::Feature;
 use super::registry::Variant;
 
+mod amx_bf16;
+mod amx_drive;
+#[cfg(test)]
+mod amx_emu_tests;
 mod avx2;
+mod bf16_fma;
+mod bf16_gemm;
+mod lanes;
+mod w4a16_amx;
+#[cfg(test)]
+mod w4a16_bf16_bench;
+mod w4a16_dpbf16;
+mod w4a16_fma;
+mod w4a16_gemm;
 
 /// The x86 variants, in registry order. Add new x86 variants here (one line each).
-pub static VARIANTS: &[&Variant] = &[&avx2::W4A8_AVXVNNI, &avx2::W4A8_AVX2];
+pub static VARIANTS: &[&Variant] = &[
+    &avx2::W4A8_AVXVNNI,
+    &avx2::W4A8_AVX2,
+    &w4a16_gemm::GEMM_AMX,
+    &w4a16_gemm::GEMV_AVX512,
+    &w4a16_gemm::GEMV_AVX512BF16,
+    &w4a16_gemm::GEMV_AVX2,
+    &bf16_gemm::GEMM_AMX,
+    &bf16_gemm::GEMV_AVX512,
+    &bf16_gemm::GEMV_AVX2,
+];
 
 /// Why `f` is unusable here, or `None`.
 pub fn missing(f: Feature) -> Option<&'static str> {

@@ -1,0 +1,218 @@
+//! AMX-BF16 2×2 tile microkernel (`TDPBF16PS`, kernels.md §4.4, §4.6, §6.2) and a scalar
+//! emulation of the very same block, so the drivers around it (panel dequantization,
+//! VNNI-2 addressing, M tails, output clipping) are tested on hosts without AMX.
+//!
+//! One block computes a 32×32 f32 tile `C = A·B` over `ksteps` steps of 32 k:
+//! - A: 32 rows of bf16 activations, row stride `lda` bytes; rows 16–31 start `16·lda`
+//!   after rows 0–15; step `kk` reads bytes `64·kk .. 64·kk+64` of each row.
+//! - B: VNNI-2 rows, one row per k-pair, each row 32 columns × (bf16, bf16) = 128 bytes
+//!   used, row stride `ldb` bytes. Columns 0–15 are the first 64 bytes of a row, columns
+//!   16–31 the next 64. Step `kk` starts `kk·bstep` bytes after `b` (16 rows).
+//! - C: written once at the end (full-K accumulation in four C tiles), row-major 32×32.
+//!
+//! Tiles: tmm0/tmm1 = A rows 0–15 / 16–31, tmm2/tmm3 = B columns 0–15 / 16–31,
+//! tmm4–7 = C (rows × columns: 00, 01, 10, 11). Every tile is 16 rows × 64 bytes, so one
+//! palette-1 configuration serves the whole kernel.
+//!
+//! Safety contract of the real engine: the process holds the XTILEDATA permission (K1's
+//! foundation requests it before the pool starts), every worker calls [`TileEngine::begin`]
+//! (`ldtilecfg`) before its first block and [`TileEngine::end`] (`tilerelease`) after its
+//! last, and no Rust code runs between the tile instructions of one block (one `asm!`).
+
+use core::arch::asm;
+
+/// A 32×32 f32 output tile, 64-byte aligned for `tilestored`.
+#[repr(C, align(64))]
+pub(crate) struct CTile(pub [f32; 32 * 32]);
+
+impl CTile {
+    pub(crate) fn new() -> CTile {
+        CTile([0.0; 32 * 32])
+    }
+}
+
+/// Operands of one 2×2 block (see the module docs for the layout).
+#[derive(Clone, Copy)]
+pub(crate) struct BlockArgs {
+    /// First A row (32 rows readable, `64·ksteps` bytes each).
+    pub a: *const u8,
+    /// A row stride in bytes.
+    pub lda: usize,
+    /// First B row of step 0.
+    pub b: *const u8,
+    /// B row stride in bytes (≥ 128).
+    pub ldb: usize,
+    /// Bytes from one k-step's B rows to the next.
+    pub bstep: usize,
+    /// Steps of 32 k (≥ 1).
+    pub ksteps: usize,
+}
+
+/// Something that runs the 2×2 block: real AMX or its emulation.
+pub(crate) trait TileEngine: Copy + Send + Sync {
+    /// Per worker, before its first block (`ldtilecfg`).
+    fn begin(&self);
+    /// Computes `c = A·B` over the whole K of `args`.
+    ///
+    /// # Safety
+    ///
+    /// [`begin`](TileEngine::begin) ran on this thread since the last `end`; the A rows,
+    /// B rows of every step, and their strides are readable as described in the module docs.
+    unsafe fn block(&self, args: &BlockArgs, c: &mut CTile);
+    /// Per worker, after its last block (`tilerelease`).
+    fn end(&self);
+}
+
+/// The palette-1 tile configuration (kernels.md §6.2): tiles 0–7 are 16 rows × 64 bytes,
+/// tiles 8–15 and the reserved bytes stay zero (pitfall 1).
+#[repr(C, align(64))]
+struct TileConfig {
+    palette: u8,
+    start_row: u8,
+    _reserved: [u8; 14],
+    colsb: [u16; 16],
+    rows: [u8; 16],
+}
+const _: () = assert!(core::mem::size_of::<TileConfig>() == 64);
+
+static CONFIG: TileConfig = TileConfig {
+    palette: 1,
+    start_row: 0,
+    _reserved: [0; 14],
+    colsb: [64, 64, 64, 64, 64, 64, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0],
+    rows: [16, 16, 16, 16, 16, 16, 16, 16, 0, 0, 0, 0, 0, 0, 0, 0],
+};
+
+/// Real AMX-BF16. Holding one proves the CPU has AMX-TILE and AMX-BF16, the OS enabled
+/// XTILECFG/XTILEDATA, and the process was granted the tile-data permission.
+#[derive(Clone, Copy)]
+pub(crate) struct AmxBf16 {
+    _private: (),
+}
+
+impl AmxBf16 {
+    /// `Some` only when AMX-BF16 is usable by this process.
+    pub(crate) fn new() -> Option<AmxBf16> {
+        crate::kernels::cpu::has(crate::kernels::cpu::Feature::AmxBf16)
+            .then_some(AmxBf16 { _private: () })
+    }
+}
+
+impl TileEngine for AmxBf16 {
+    fn begin(&self) {
+        // SAFETY: `self` proves AMX is usable; CONFIG is a valid palette-1 configuration in
+        // a static (it cannot go stale or be elided, pitfall 3); ldtilecfg only reads it.
+        unsafe {
+            asm!(
+                "ldtilecfg [{cfg}]",
+                cfg = in(reg) &CONFIG as *const TileConfig,
+                options(nostack, readonly, preserves_flags)
+            );
+        }
+    }
+
+    unsafe fn block(&self, args: &BlockArgs, c: &mut CTile) {
+        let a1 = args.a.wrapping_add(16 * args.lda);
+        // SAFETY: the caller guarantees the operand ranges and that begin() configured the
+        // tiles; tileloadd/tilestored use SIB addressing with the stride in the index
+        // register (pitfall 2); C is 4 KB, 64-aligned, rows of 128 B: tile (i, j) starts at
+        // byte 2048·i + 64·j. The tmm registers are declared clobbered.
+        unsafe {
+            asm!(
+                "tilezero tmm4",
+                "tilezero tmm5",
+                "tilezero tmm6",
+                "tilezero tmm7",
+                "2:",
+                "tileloadd tmm0, [{a} + {lda}*1]",
+                "tileloadd tmm2, [{b} + {ldb}*1]",
+                "tileloadd tmm3, [{b} + {ldb}*1 + 64]",
+                "tdpbf16ps tmm4, tmm0, tmm2",
+                "tdpbf16ps tmm5, tmm0, tmm3",
+                "tileloadd tmm1, [{a1} + {lda}*1]",
+                "tdpbf16ps tmm6, tmm1, tmm2",
+                "tdpbf16ps tmm7, tmm1, tmm3",
+                "add {a}, 64",
+                "add {a1}, 64",
+                "add {b}, {bstep}",
+                "dec {n}",
+                "jnz 2b",
+                "mov {n}, 128",
+                "tilestored [{c} + {n}*1], tmm4",
+                "tilestored [{c} + {n}*1 + 64], tmm5",
+                "tilestored [{c} + {n}*1 + 2048], tmm6",
+                "tilestored [{c} + {n}*1 + 2112], tmm7",
+                a = inout(reg) args.a => _,
+                a1 = inout(reg) a1 => _,
+                b = inout(reg) args.b => _,
+                n = inout(reg) args.ksteps => _,
+                lda = in(reg) args.lda,
+                ldb = in(reg) args.ldb,
+                bstep = in(reg) args.bstep,
+                c = in(reg) c.0.as_mut_ptr(),
+                out("tmm0") _, out("tmm1") _, out("tmm2") _, out("tmm3") _,
+                out("tmm4") _, out("tmm5") _, out("tmm6") _, out("tmm7") _,
+                options(nostack)
+            );
+        }
+    }
+
+    fn end(&self) {
+        // SAFETY: `self` proves AMX is usable; tilerelease only resets tile state.
+        unsafe {
+            asm!(
+                "tilerelease",
+                out("tmm0") _, out("tmm1") _, out("tmm2") _, out("tmm3") _,
+                out("tmm4") _, out("tmm5") _, out("tmm6") _, out("tmm7") _,
+                options(nostack, preserves_flags)
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+/// Scalar emulation of [`AmxBf16::block`]: same operands, same addressing, `TDPBF16PS`
+/// arithmetic (bf16 inputs with denormals treated as zero, f32 accumulation).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct EmulatedTiles;
+
+#[cfg(test)]
+/// bf16 bits at `p` as f32, denormals flushed (as `TDPBF16PS` reads its inputs).
+///
+/// # Safety
+///
+/// `p` is readable for 2 bytes.
+#[inline]
+unsafe fn bf16_at(p: *const u8) -> f32 {
+    // SAFETY: forwarded contract; unaligned read of a u16.
+    let bits = unsafe { p.cast::<u16>().read_unaligned() };
+    crate::kernels::bf16_act::bf16_to_f32_daz(bits)
+}
+
+#[cfg(test)]
+impl TileEngine for EmulatedTiles {
+    fn begin(&self) {}
+
+    unsafe fn block(&self, args: &BlockArgs, c: &mut CTile) {
+        c.0.fill(0.0);
+        for kk in 0..args.ksteps {
+            for i in 0..32 {
+                // SAFETY (block): the caller guarantees these ranges (module docs).
+                let arow = unsafe { args.a.add(i * args.lda + 64 * kk) };
+                for p in 0..16 {
+                    let brow = unsafe { args.b.add(kk * args.bstep + p * args.ldb) };
+                    let (a0, a1) =
+                        unsafe { (bf16_at(arow.add(4 * p)), bf16_at(arow.add(4 * p + 2))) };
+                    for col in 0..32 {
+                        let (b0, b1) =
+                            unsafe { (bf16_at(brow.add(4 * col)), bf16_at(brow.add(4 * col + 2))) };
+                        let acc = &mut c.0[i * 32 + col];
+                        *acc = a1.mul_add(b1, a0.mul_add(b0, *acc));
+                    }
+                }
+            }
+        }
+    }
+
+    fn end(&self) {}
+}

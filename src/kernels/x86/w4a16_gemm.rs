@@ -1,0 +1,188 @@
+//! W4A16 entry points on x86 and their registry entries.
+//!
+//! | variant | kernel | phases |
+//! |---|---|---|
+//! | `w4a16-gemv-avx512` | f32 FMA, `vpermps` LUT dequant ([`w4a16_fma`](super::w4a16_fma)) | decode, prefill fallback |
+//! | `w4a16-gemv-avx512bf16` | `vdpbf16ps` on LUT'd bf16 codes ([`w4a16_dpbf16`](super::w4a16_dpbf16)) | decode |
+//! | `w4a16-gemv-avx2` | f32 FMA, shift/and/convert dequant | decode, prefill |
+//! | `w4a16-gemm-amx` | dequantized half-panels × `TDPBF16PS` ([`w4a16_amx`](super::w4a16_amx)) | prefill |
+//!
+//! The GEMV-style kernels split work by 64-column panels (split-K over groups when there are
+//! fewer panels than threads) and take up to 4 rows per weight pass; larger M loops over
+//! row blocks of 4. Each entry point is an `unsafe fn` with the registry's `W4A16Fn`
+//! signature: the caller (the registry's `Ready`) has checked CPU support and shapes.
+
+use super::amx_bf16::AmxBf16;
+use super::lanes::{Avx2, Avx512};
+use super::{w4a16_amx, w4a16_dpbf16, w4a16_fma};
+use crate::kernels::acts::Bf16Rows;
+use crate::kernels::bf16_act::{ActF32, with_act};
+use crate::kernels::cpu::Feature;
+use crate::kernels::pack::PackedW4;
+use crate::kernels::panel_split::{Tile, run_panels};
+use crate::kernels::pool::ThreadPool;
+use crate::kernels::registry::{KernelFn, Phase, Variant};
+
+/// Smallest K split (in groups of 128) worth a separate task.
+const MIN_SPLIT_GROUPS: usize = 2;
+
+/// The FMA/dot driver shared by the GEMV variants: `block(panel, groups, act, r0, mr, tile)`.
+fn run_gemv<B>(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out: &mut [f32], block: B)
+where
+    B: Fn(&[u8], core::ops::Range<usize>, &ActF32, usize, usize, &mut Tile) -> bool + Sync,
+{
+    if x.k != w.k() {
+        return;
+    }
+    with_act(x, |act| {
+        run_panels(
+            pool,
+            x.m,
+            w.n(),
+            w.panels(),
+            w.groups(),
+            MIN_SPLIT_GROUPS,
+            out,
+            |p, groups, r0, mr, tile| {
+                let done = block(w.panel(p), groups, act, r0, mr, tile);
+                debug_assert!(done, "W4A16 block refused its operands");
+            },
+        );
+    });
+}
+
+/// `w4a16-gemv-avx2`.
+///
+/// # Safety
+///
+/// The CPU runs AVX2 and FMA; shapes agree (`x.k == w.k()`, `out.len() == x.m·w.n()`).
+pub unsafe fn gemv_avx2(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out: &mut [f32]) {
+    let Some(v) = Avx2::new() else { return };
+    run_gemv(pool, w, x, out, |panel, g, act, r0, mr, tile| {
+        // SAFETY: `v` proves AVX2 + FMA.
+        unsafe { w4a16_fma::block_avx2(v, panel, g, act, r0, mr, tile) }
+    });
+}
+
+/// `w4a16-gemv-avx512` (FMA with `vpermps` LUT dequantization).
+///
+/// # Safety
+///
+/// The CPU runs AVX-512 F/BW/BF16; shapes agree.
+pub unsafe fn gemv_avx512(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out: &mut [f32]) {
+    let Some(v) = Avx512::new() else { return };
+    run_gemv(pool, w, x, out, |panel, g, act, r0, mr, tile| {
+        // SAFETY: `v` proves the AVX-512 features.
+        unsafe { w4a16_fma::block_avx512(v, panel, g, act, r0, mr, tile) }
+    });
+}
+
+/// `w4a16-gemv-avx512bf16` (`vdpbf16ps`).
+///
+/// # Safety
+///
+/// The CPU runs AVX-512 F/BW/BF16; shapes agree.
+pub unsafe fn gemv_dpbf16(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out: &mut [f32]) {
+    let Some(d) = w4a16_dpbf16::DpBf16::new() else {
+        return;
+    };
+    // SAFETY: Bf16 is a transparent u16.
+    let raw: &[u16] = unsafe { core::slice::from_raw_parts(x.data.as_ptr().cast(), x.data.len()) };
+    run_gemv(pool, w, x, out, |panel, g, act, r0, mr, tile| {
+        // SAFETY: `d` proves the AVX-512 features.
+        unsafe { w4a16_dpbf16::block(d, panel, g, raw, act, r0, mr, tile) }
+    });
+}
+
+/// `w4a16-gemm-amx`.
+///
+/// # Safety
+///
+/// AMX-BF16 is usable by this process (CPU, OS, permission) and the CPU runs AVX-512
+/// F/BW/BF16; shapes agree.
+pub unsafe fn gemm_amx(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out: &mut [f32]) {
+    let (Some(engine), Some(v)) = (AmxBf16::new(), Avx512::new()) else {
+        return;
+    };
+    w4a16_amx::gemm(
+        engine,
+        &|panel, groups, half, dst| {
+            // SAFETY: `v` proves the AVX-512 features.
+            unsafe { w4a16_amx::dequant_avx512(v, panel, groups, half, dst) }
+        },
+        pool,
+        w,
+        x,
+        out,
+    );
+}
+
+#[cfg(test)]
+/// The AMX driver with emulated tiles and the AVX2 dequantizer: the test double of
+/// [`gemm_amx`] on hosts without AMX (not registered).
+///
+/// # Safety
+///
+/// The CPU runs AVX2 and FMA; shapes agree.
+pub unsafe fn gemm_amx_emulated(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out: &mut [f32]) {
+    let Some(v) = Avx2::new() else { return };
+    w4a16_amx::gemm(
+        super::amx_bf16::EmulatedTiles,
+        &|panel, groups, half, dst| {
+            // SAFETY: `v` proves AVX2 + FMA.
+            unsafe { w4a16_amx::dequant_avx2(v, panel, groups, half, dst) }
+        },
+        pool,
+        w,
+        x,
+        out,
+    );
+}
+
+/// AVX-512 F/BW/BF16, needed by every AVX-512 W4A16 variant.
+const AVX512_BF16: &[Feature] = &[Feature::Avx512f, Feature::Avx512bw, Feature::Avx512bf16];
+
+/// Registry entry: AVX2 FMA GEMV (and the non-AVX-512 prefill).
+pub static GEMV_AVX2: Variant = Variant {
+    name: "w4a16-gemv-avx2",
+    isa: "avx2",
+    phases: &[Phase::Decode, Phase::Prefill],
+    requires: &[Feature::Avx2, Feature::Fma],
+    rank: 10,
+    kernel: KernelFn::W4A16(gemv_avx2),
+};
+
+/// Registry entry: AVX-512 FMA GEMV with LUT dequantization (also the non-AMX prefill).
+pub static GEMV_AVX512: Variant = Variant {
+    name: "w4a16-gemv-avx512",
+    isa: "avx512",
+    phases: &[Phase::Decode, Phase::Prefill],
+    requires: AVX512_BF16,
+    rank: 30,
+    kernel: KernelFn::W4A16(gemv_avx512),
+};
+
+/// Registry entry: AVX-512 `vdpbf16ps` GEMV.
+pub static GEMV_AVX512BF16: Variant = Variant {
+    name: "w4a16-gemv-avx512bf16",
+    isa: "avx512bf16",
+    phases: &[Phase::Decode],
+    requires: AVX512_BF16,
+    rank: 25,
+    kernel: KernelFn::W4A16(gemv_dpbf16),
+};
+
+/// Registry entry: AMX-BF16 prefill on dequantized half-panels.
+pub static GEMM_AMX: Variant = Variant {
+    name: "w4a16-gemm-amx",
+    isa: "amx",
+    phases: &[Phase::Prefill],
+    requires: &[
+        Feature::AmxBf16,
+        Feature::Avx512f,
+        Feature::Avx512bw,
+        Feature::Avx512bf16,
+    ],
+    rank: 40,
+    kernel: KernelFn::W4A16(gemm_amx),
+};
