@@ -108,7 +108,8 @@ fn json_report_has_the_contract_shape() {
     assert_eq!(r.schema_version, 1);
     assert_eq!(r.executor, "fake");
     assert_eq!(r.threads, 2);
-    assert!(r.memory_bandwidth_gbps > 0.0);
+    // The fake executor charges 20 GB/s for its bandwidth probe.
+    assert!((r.memory_bandwidth_gbps - 20.0).abs() < 0.5, "{}", r.memory_bandwidth_gbps);
     // All three paths in both phases.
     for path in ["w4a8", "w4a16", "bf16"] {
         for phase in ["decode", "prefill"] {
@@ -180,7 +181,7 @@ fn table_has_results_rooflines_fidelity_and_verdict() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
-    for needle in ["memory read bandwidth", "compute peaks", "| path", "ms/step", "% bw", "TMAC/s", "% peak", "rel error", "top-1 agreement", "verdict: plan", "NOT measurements"] {
+    for needle in ["memory read bandwidth", "compute peaks", "| path", "ms/step", "% bw", "TMAC/s", "% peak", "rel error", "top-1 agreement", "verdict: ", "NOT measurements"] {
         assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
     }
     assert!(out.stderr.is_empty() || !String::from_utf8_lossy(&out.stderr).contains('\u{1b}'), "no progress bar off a terminal");

@@ -151,7 +151,7 @@ impl Context<'_> {
         let (l3, l3_source) = host::l3_size();
         let tokens = req.prefill_tokens;
         let bw_bytes = match executor {
-            "fake" => 1 << 20,
+            "fake" => super::fake::FAKE_REGION_BYTES,
             _ => bandwidth::buffer_bytes(l3),
         };
         let fsize = FidelitySize::for_run(w.vocab_size, req.quick);

@@ -81,7 +81,9 @@ pub struct Verdict {
 
 impl Verdict {
     pub fn summary_line(&self) -> String {
-        let plan = self.planned.as_deref().unwrap_or("(no plan)");
+        let Some(plan) = self.planned.as_deref() else {
+            return format!("verdict: INCONCLUSIVE: {}", self.reason);
+        };
         let word = match self.status {
             Status::Confirmed => "CONFIRMED",
             Status::Contradicted => "CONTRADICTED",

@@ -163,17 +163,19 @@ impl Workload {
         }
     }
 
-    /// Layers timed in prefill.
-    pub fn prefill_layers(&self, quick: bool) -> usize {
-        if quick { 1 } else { self.layers.min(2) }
+    /// Layers timed in prefill: one (every layer has the same shapes, and prefill is
+    /// compute-bound, so more layers add time, not information).
+    pub fn prefill_layers(&self, _quick: bool) -> usize {
+        1
     }
 
     /// The most bytes a run holds at once for `path`: the decode rotation (the larger
-    /// of the two phases), f32 staging for the largest matrix, activations and outputs.
+    /// of the two phases), the unpacked staging of the largest matrix while it is packed
+    /// (one byte per int4 code, two per bf16 weight), activations and outputs.
     pub fn path_bytes(&self, path: BenchPath, l3_bytes: u64, quick: bool, tokens: usize) -> u64 {
         let decode = self.decode_plan(path, l3_bytes, quick).working_set_bytes;
-        let largest = self.per_layer.iter().map(Gemm::params).max().unwrap_or(0);
-        let staging = largest * 4;
+        let largest = self.per_layer.iter().chain([&self.lm_head]).map(Gemm::params).max().unwrap_or(0);
+        let staging = largest * if path == BenchPath::Bf16 { 2 } else { 1 };
         let widest = self.per_layer.iter().map(|g| g.n.max(g.k)).max().unwrap_or(0) as u64;
         let acts = tokens as u64 * widest * 4 * 3;
         decode + staging + acts
