@@ -2,4 +2,5 @@
 
 mod bench;
 mod cli;
+mod plan;
 mod util;

@@ -1,0 +1,492 @@
+//! The weight-path catalog: what each path the rules can choose *is*.
+//!
+//! The data lives in `catalog.toml`, embedded in the binary with `include_str!`;
+//! `--catalog FILE` replaces it. The rules in `rules.rs` name paths through [`PathId`]
+//! and never carry facts or prose themselves. Loading checks everything the rules rely
+//! on (every [`PathId`] present, names unique, numbers sane), so a [`Catalog`] that
+//! exists is complete: looking up a rule's path cannot fail. Errors name the file and the
+//! line (from toml's spans) and give exit 65.
+//! Not in here: which path a device gets (`rules.rs`) and how a plan is shown (`render.rs`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::error::data_error;
+use crate::profile::HardwareClass;
+
+/// The catalog that ships inside the binary.
+const BUILTIN: &str = include_str!("catalog.toml");
+
+/// Catalog files bigger than this are refused (a catalog is a few KiB).
+const MAX_CATALOG_BYTES: u64 = 4 << 20;
+
+/// The paths the rules can choose. Each must be defined by every catalog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PathId {
+    ExportQnnW8a16,
+    Bf16,
+    Fp16,
+    W4a16Tinygemm,
+    W4a8Amx,
+}
+
+impl PathId {
+    pub const ALL: [PathId; 5] = [
+        PathId::ExportQnnW8a16,
+        PathId::Bf16,
+        PathId::Fp16,
+        PathId::W4a16Tinygemm,
+        PathId::W4a8Amx,
+    ];
+
+    /// The name the catalog, `--expect` and the plan JSON use.
+    pub fn name(self) -> &'static str {
+        match self {
+            PathId::ExportQnnW8a16 => "export-qnn-w8a16",
+            PathId::Bf16 => "bf16",
+            PathId::Fp16 => "fp16",
+            PathId::W4a16Tinygemm => "w4a16-tinygemm",
+            PathId::W4a8Amx => "w4a8-amx",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// How a path stores the output head (`lm_head`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LmHead {
+    /// Stored at the path's bits per weight, untied from the embedding.
+    Quantized,
+    /// Kept at the model's 16-bit dtype (tied to the embedding if the model ties it).
+    ModelDtype,
+}
+
+/// One weight path, as the catalog defines it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathSpec {
+    pub name: String,
+    pub quantization: Option<String>,
+    pub group_size: Option<u32>,
+    pub bits_per_weight: Option<f64>,
+    pub lm_head: LmHead,
+    pub fused_cpu_norms: bool,
+    pub runs_in_vllm: bool,
+    pub verified_on: Vec<HardwareClass>,
+    pub build_with: Option<String>,
+    pub rationale: String,
+    pub notes: Vec<String>,
+    pub by_class: BTreeMap<HardwareClass, ClassText>,
+}
+
+/// Per-class text: a rationale that replaces the path's, notes appended to its own.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassText {
+    #[serde(default)]
+    pub rationale: Option<String>,
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+impl PathSpec {
+    /// Whether this path was measured on hardware of `class`.
+    pub fn verified_for(&self, class: HardwareClass) -> bool {
+        self.verified_on.contains(&class)
+    }
+
+    /// The rationale for `class` (a per-class one when the catalog has it).
+    pub fn rationale_for(&self, class: HardwareClass) -> &str {
+        self.by_class
+            .get(&class)
+            .and_then(|t| t.rationale.as_deref())
+            .unwrap_or(&self.rationale)
+    }
+
+    /// The path's notes followed by any for `class`.
+    pub fn notes_for(&self, class: HardwareClass) -> Vec<String> {
+        let mut notes = self.notes.clone();
+        if let Some(extra) = self.by_class.get(&class) {
+            notes.extend(extra.notes.iter().cloned());
+        }
+        notes
+    }
+}
+
+/// A loaded, checked catalog.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Catalog {
+    /// Where it came from: `built-in` or the file path.
+    pub origin: String,
+    paths: Vec<PathSpec>,
+    /// `required[id.index()]` is the position in `paths` of the path `id` names.
+    required: [usize; PathId::ALL.len()],
+}
+
+impl Catalog {
+    /// The catalog embedded in the binary.
+    pub fn builtin() -> Catalog {
+        match Catalog::parse(BUILTIN, "built-in catalog") {
+            Ok(catalog) => catalog,
+            // The embedded file is checked by a unit test; reaching this is a build bug.
+            Err(err) => panic!("the built-in catalog does not load: {err:#}"),
+        }
+    }
+
+    /// Reads a catalog file (`--catalog FILE`): 66 when missing, 65 when bad.
+    pub fn from_file(path: &Path) -> anyhow::Result<Catalog> {
+        let shown = path.display().to_string();
+        let meta = std::fs::metadata(path).map_err(|e| crate::error::read_error(path, &e))?;
+        if meta.len() > MAX_CATALOG_BYTES {
+            return Err(data_error(format!(
+                "{shown}: catalog is {} bytes, more than the {MAX_CATALOG_BYTES}-byte limit; is this the right file?",
+                meta.len()
+            )));
+        }
+        let bytes = std::fs::read(path).map_err(|e| crate::error::read_error(path, &e))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| data_error(format!("{shown}: catalog is not UTF-8 text")))?;
+        Catalog::parse(&text, &shown)
+    }
+
+    /// Parses and checks catalog text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> anyhow::Result<Catalog> {
+        let raw: RawCatalog = toml::from_str(text).map_err(|e| {
+            let at = e
+                .span()
+                .map(|s| format!(":{}", line_of(text, s.start)))
+                .unwrap_or_default();
+            data_error(format!("{origin}{at}: bad catalog: {}", e.message().trim()))
+        })?;
+        let bad = |offset: usize, what: String| {
+            data_error(format!(
+                "{origin}:{}: bad catalog: {what}",
+                line_of(text, offset)
+            ))
+        };
+        if *raw.schema_version.get_ref() != 1 {
+            return Err(bad(
+                raw.schema_version.span().start,
+                format!(
+                    "schema_version {} is not supported (this edgeplan reads 1)",
+                    raw.schema_version.get_ref()
+                ),
+            ));
+        }
+        let mut paths: Vec<PathSpec> = Vec::with_capacity(raw.path.len());
+        for entry in raw.path {
+            let at = entry.span().start;
+            let raw_path = entry.into_inner();
+            let spec = raw_path
+                .check()
+                .map_err(|(offset, what)| bad(offset.unwrap_or(at), what))?;
+            if paths.iter().any(|p| p.name == spec.name) {
+                return Err(bad(at, format!("path `{}` is defined twice", spec.name)));
+            }
+            paths.push(spec);
+        }
+        let mut required = [0usize; PathId::ALL.len()];
+        for id in PathId::ALL {
+            match paths.iter().position(|p| p.name == id.name()) {
+                Some(i) => required[id.index()] = i,
+                None => {
+                    let end = line_of(text, text.len());
+                    return Err(data_error(format!(
+                        "{origin}:{end}: bad catalog: no [[path]] named `{}`; the rules need all of: {}",
+                        id.name(),
+                        PathId::ALL.map(PathId::name).join(", ")
+                    )));
+                }
+            }
+        }
+        Ok(Catalog {
+            origin: origin.to_string(),
+            paths,
+            required,
+        })
+    }
+
+    /// The path a rule names; present by construction.
+    pub fn path(&self, id: PathId) -> &PathSpec {
+        &self.paths[self.required[id.index()]]
+    }
+
+    /// A path by name, for `--expect` and `check`.
+    pub fn get(&self, name: &str) -> Option<&PathSpec> {
+        self.paths.iter().find(|p| p.name == name)
+    }
+
+    /// Every path, in file order.
+    pub fn paths(&self) -> &[PathSpec] {
+        &self.paths
+    }
+}
+
+/// 1-based line of a byte offset.
+pub(crate) fn line_of(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCatalog {
+    schema_version: Spanned<u32>,
+    #[serde(default)]
+    path: Vec<Spanned<RawPath>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPath {
+    name: Spanned<String>,
+    #[serde(default)]
+    quantization: Option<Spanned<String>>,
+    #[serde(default)]
+    group_size: Option<Spanned<i64>>,
+    #[serde(default)]
+    bits_per_weight: Option<Spanned<f64>>,
+    lm_head: LmHead,
+    fused_cpu_norms: bool,
+    runs_in_vllm: bool,
+    #[serde(default)]
+    verified_on: Vec<HardwareClass>,
+    #[serde(default)]
+    build_with: Option<Spanned<String>>,
+    rationale: Spanned<String>,
+    #[serde(default)]
+    notes: Vec<String>,
+    #[serde(default)]
+    by_class: BTreeMap<HardwareClass, ClassText>,
+}
+
+/// A semantic error: the byte offset of the bad value (when known) and what is wrong.
+type Problem = (Option<usize>, String);
+
+impl RawPath {
+    fn check(self) -> Result<PathSpec, Problem> {
+        let name = self.name.get_ref().trim().to_string();
+        let valid_name = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+        if !valid_name {
+            return Err((
+                Some(self.name.span().start),
+                format!("path name `{name}` must be lowercase letters, digits, `-` or `_`"),
+            ));
+        }
+        if let Some(q) = &self.quantization {
+            let v = q.get_ref();
+            if v.is_empty()
+                || !v
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            {
+                return Err((
+                    Some(q.span().start),
+                    format!(
+                        "path `{name}`: quantization `{v}` is not a vLLM --quantization name (omit it for none)"
+                    ),
+                ));
+            }
+        }
+        let group_size = match &self.group_size {
+            None => None,
+            Some(g) => match u32::try_from(*g.get_ref()) {
+                Ok(v) if v > 0 => Some(v),
+                _ => {
+                    return Err((
+                        Some(g.span().start),
+                        format!(
+                            "path `{name}`: group_size must be a positive integer, not {}",
+                            g.get_ref()
+                        ),
+                    ));
+                }
+            },
+        };
+        if let Some(b) = &self.bits_per_weight {
+            let v = *b.get_ref();
+            if !v.is_finite() || v <= 0.0 || v > 32.0 {
+                return Err((
+                    Some(b.span().start),
+                    format!("path `{name}`: bits_per_weight must be a number in (0, 32], not {v}"),
+                ));
+            }
+        }
+        if self.rationale.get_ref().trim().is_empty() {
+            return Err((
+                Some(self.rationale.span().start),
+                format!("path `{name}`: rationale is empty"),
+            ));
+        }
+        if let Some(b) = self
+            .build_with
+            .as_ref()
+            .filter(|b| b.get_ref().trim().is_empty())
+        {
+            return Err((
+                Some(b.span().start),
+                format!("path `{name}`: build_with is empty (omit it when there is no script)"),
+            ));
+        }
+        Ok(PathSpec {
+            name,
+            quantization: self.quantization.map(Spanned::into_inner),
+            group_size,
+            bits_per_weight: self.bits_per_weight.map(Spanned::into_inner),
+            lm_head: self.lm_head,
+            fused_cpu_norms: self.fused_cpu_norms,
+            runs_in_vllm: self.runs_in_vllm,
+            verified_on: self.verified_on,
+            build_with: self.build_with.map(Spanned::into_inner),
+            rationale: self.rationale.into_inner().trim().to_string(),
+            notes: self.notes,
+            by_class: self.by_class,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{Exit, exit_for};
+
+    #[test]
+    fn builtin_loads_and_has_every_rule_path() {
+        let c = Catalog::builtin();
+        for id in PathId::ALL {
+            assert_eq!(c.path(id).name, id.name());
+        }
+    }
+
+    #[test]
+    fn builtin_matches_the_decision_table() {
+        let c = Catalog::builtin();
+        let row = |id: PathId| {
+            let p = c.path(id);
+            (
+                p.quantization.clone(),
+                p.group_size,
+                p.bits_per_weight,
+                p.runs_in_vllm,
+                p.build_with.clone(),
+            )
+        };
+        let s = |v: &str| Some(v.to_string());
+        assert_eq!(
+            row(PathId::ExportQnnW8a16),
+            (
+                None,
+                None,
+                Some(8.0),
+                false,
+                s("vllm_omni/edge/spark_export.py")
+            )
+        );
+        assert_eq!(row(PathId::Bf16), (None, None, Some(16.0), true, None));
+        assert_eq!(row(PathId::Fp16), (None, None, Some(16.0), true, None));
+        assert_eq!(
+            row(PathId::W4a16Tinygemm),
+            (
+                s("cpu_int4"),
+                Some(128),
+                Some(4.25),
+                true,
+                s("analysis/experiments/spark_edge/quantize_int4.py")
+            )
+        );
+        assert_eq!(
+            row(PathId::W4a8Amx),
+            (
+                s("gptq"),
+                Some(128),
+                Some(4.25),
+                true,
+                s("analysis/experiments/spark_edge/quantize_gptq_int4.py")
+            )
+        );
+        assert!(
+            c.paths().iter().all(|p| !p.fused_cpu_norms),
+            "fused CPU norms are off everywhere"
+        );
+    }
+
+    #[test]
+    fn four_bit_paths_store_4_25_bits_by_arithmetic() {
+        // 4-bit codes plus a bf16 scale and a bf16 zero per group: 4 + 32 / g.
+        let c = Catalog::builtin();
+        for id in [PathId::W4a16Tinygemm, PathId::W4a8Amx] {
+            let p = c.path(id);
+            let g = f64::from(p.group_size.unwrap_or(0));
+            assert_eq!(p.bits_per_weight, Some(4.0 + 32.0 / g), "{}", p.name);
+        }
+    }
+
+    fn err_of(text: &str) -> String {
+        let err = Catalog::parse(text, "c.toml").unwrap_err();
+        assert_eq!(exit_for(&err), Exit::DataErr);
+        format!("{err:#}")
+    }
+
+    #[test]
+    fn a_missing_rule_path_names_it() {
+        let text = BUILTIN.replace("name = \"w4a8-amx\"", "name = \"w4a8-other\"");
+        let msg = err_of(&text);
+        assert!(msg.contains("no [[path]] named `w4a8-amx`"), "{msg}");
+    }
+
+    #[test]
+    fn a_bad_field_gives_its_line() {
+        let text = BUILTIN.replacen("bits_per_weight = 4.25", "bits_per_weight = -4.25", 1);
+        let want = text.lines().position(|l| l.contains("-4.25")).unwrap() + 1;
+        let msg = err_of(&text);
+        assert!(
+            msg.starts_with(&format!("c.toml:{want}: bad catalog")),
+            "{msg}"
+        );
+
+        let text = BUILTIN.replacen("group_size = 128", "group_size = \"many\"", 1);
+        let want = text.lines().position(|l| l.contains("\"many\"")).unwrap() + 1;
+        let msg = err_of(&text);
+        assert!(
+            msg.starts_with(&format!("c.toml:{want}: bad catalog")),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn duplicates_unknown_fields_and_syntax_errors_are_65() {
+        let dup = format!(
+            "{BUILTIN}\n[[path]]\nname = \"bf16\"\nlm_head = \"model_dtype\"\nfused_cpu_norms = false\nruns_in_vllm = true\nrationale = \"x\"\n"
+        );
+        assert!(err_of(&dup).contains("defined twice"));
+        let unknown = BUILTIN.replacen(
+            "runs_in_vllm = false",
+            "runs_in_vllm = false\nspeedup = 3",
+            1,
+        );
+        assert!(err_of(&unknown).contains("speedup"));
+        assert!(err_of("schema_version = 1\n[[path]\n").contains("c.toml:2"));
+        assert!(err_of("schema_version = 2\n").contains("schema_version 2"));
+        assert!(err_of("").contains("schema_version"));
+    }
+
+    #[test]
+    fn line_of_counts_from_one() {
+        assert_eq!(line_of("a\nb\nc", 0), 1);
+        assert_eq!(line_of("a\nb\nc", 2), 2);
+        assert_eq!(line_of("a\nb\nc", 99), 3);
+    }
+}

@@ -1,0 +1,214 @@
+//! `edgeplan check MANIFEST.toml`: expected plans, checked, as a pass/fail table.
+//!
+//! A manifest is a list of `[[case]]` tables, each `profile` (a path relative to the
+//! manifest; a JSON Lines file counts as one case per profile), `priority` (default
+//! `speed`) and `expect` (a path name from the catalog). Every case goes through the
+//! same [`decide`] as `plan`. Exit 0 when all pass, 1 when any case planned something
+//! else, and the input's own code (65/66/74) when a case's profile could not be read.
+//! A malformed manifest is 65 with the file and line.
+
+use std::io::Write;
+use std::path::Path;
+
+use comfy_table::{Table, presets};
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::catalog::{Catalog, line_of};
+use super::input;
+use super::rules::decide;
+use super::schema::Priority;
+use crate::error::{Exit, data_error, exit_for, read_error};
+
+/// Manifests bigger than this are refused.
+const MAX_MANIFEST_BYTES: u64 = 4 << 20;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawManifest {
+    #[serde(default)]
+    case: Vec<Spanned<RawCase>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCase {
+    profile: String,
+    #[serde(default = "speed")]
+    priority: Priority,
+    expect: Spanned<String>,
+}
+
+fn speed() -> Priority {
+    Priority::Speed
+}
+
+/// One manifest case, resolved.
+#[derive(Debug, Clone)]
+pub struct Case {
+    /// The profile path as written in the manifest.
+    pub profile: String,
+    pub priority: Priority,
+    pub expect: String,
+    /// 1-based line of the `[[case]]` in the manifest.
+    pub line: usize,
+}
+
+/// Reads and checks a manifest: 66 when missing, 65 when malformed.
+pub fn read_manifest(path: &Path, catalog: &Catalog) -> anyhow::Result<Vec<Case>> {
+    let shown = path.display().to_string();
+    let meta = std::fs::metadata(path).map_err(|e| read_error(path, &e))?;
+    if meta.is_dir() {
+        return Err(data_error(format!(
+            "{shown}: is a directory; give the manifest file (e.g. fixtures/expect.toml)"
+        )));
+    }
+    if meta.len() > MAX_MANIFEST_BYTES {
+        return Err(data_error(format!(
+            "{shown}: manifest larger than {MAX_MANIFEST_BYTES} bytes"
+        )));
+    }
+    let bytes = std::fs::read(path).map_err(|e| read_error(path, &e))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| data_error(format!("{shown}: manifest is not UTF-8 text")))?;
+    parse_manifest(&text, &shown, catalog)
+}
+
+/// Parses manifest text; `shown` names it in errors.
+pub fn parse_manifest(text: &str, shown: &str, catalog: &Catalog) -> anyhow::Result<Vec<Case>> {
+    let raw: RawManifest = toml::from_str(text).map_err(|e| {
+        let at = e
+            .span()
+            .map(|s| format!(":{}", line_of(text, s.start)))
+            .unwrap_or_default();
+        data_error(format!("{shown}{at}: bad manifest: {}", e.message().trim()))
+    })?;
+    if raw.case.is_empty() {
+        return Err(data_error(format!(
+            "{shown}: bad manifest: no [[case]] entries (each needs profile, priority and expect)"
+        )));
+    }
+    let mut cases = Vec::with_capacity(raw.case.len());
+    for entry in raw.case {
+        let line = line_of(text, entry.span().start);
+        let raw = entry.into_inner();
+        let expect_line = line_of(text, raw.expect.span().start);
+        let expect = raw.expect.into_inner();
+        if catalog.get(&expect).is_none() {
+            let names: Vec<&str> = catalog.paths().iter().map(|p| p.name.as_str()).collect();
+            return Err(data_error(format!(
+                "{shown}:{expect_line}: bad manifest: expect = \"{expect}\" is not a path in the {}; known paths: {}",
+                catalog.origin,
+                names.join(", ")
+            )));
+        }
+        cases.push(Case {
+            profile: raw.profile,
+            priority: raw.priority,
+            expect,
+            line,
+        });
+    }
+    Ok(cases)
+}
+
+/// Runs every case and prints the table to `out`; errors reading profiles go to `err`.
+pub fn run_cases(
+    manifest: &Path,
+    cases: &[Case],
+    catalog: &Catalog,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<Exit> {
+    let base = manifest.parent().unwrap_or_else(|| Path::new("."));
+    let mut table = Table::new();
+    table.load_style(presets::ASCII_MARKDOWN);
+    table.set_header(vec![
+        "line", "profile", "device", "priority", "expect", "planned", "result",
+    ]);
+    let (mut passed, mut failed) = (0usize, 0usize);
+    let mut first_error: Option<Exit> = None;
+    for case in cases {
+        let loaded = input::load(&[base.join(&case.profile)], &mut std::io::empty());
+        for e in &loaded.errors {
+            writeln!(
+                err,
+                "edgeplan: {}:{}: case profile: {e:#}",
+                manifest.display(),
+                case.line
+            )?;
+            first_error.get_or_insert(exit_for(e));
+            failed += 1;
+            let row = [
+                &case.line.to_string(),
+                &case.profile,
+                "-",
+                case.priority.as_str(),
+                &case.expect,
+                "-",
+                "ERROR",
+            ];
+            table.add_row(row.map(str::to_string).to_vec());
+        }
+        for one in &loaded.profiles {
+            let plan = decide(&one.profile, case.priority, catalog);
+            let ok = plan.path.name == case.expect;
+            if ok {
+                passed += 1
+            } else {
+                failed += 1
+            }
+            table.add_row(vec![
+                case.line.to_string(),
+                case.profile.clone(),
+                one.label.clone(),
+                case.priority.as_str().to_string(),
+                case.expect.clone(),
+                plan.path.name.clone(),
+                (if ok { "pass" } else { "FAIL" }).to_string(),
+            ]);
+        }
+    }
+    writeln!(out, "{table}\n\n{passed} passed, {failed} failed")?;
+    Ok(match first_error {
+        Some(code) => code,
+        None if failed > 0 => Exit::CheckFailed,
+        None => Exit::Success,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> anyhow::Result<Vec<Case>> {
+        parse_manifest(text, "m.toml", &Catalog::builtin())
+    }
+
+    #[test]
+    fn reads_cases_with_lines_and_default_priority() {
+        let cases = parse("[[case]]\nprofile = \"a.json\"\nexpect = \"bf16\"\n\n[[case]]\nprofile = \"b.json\"\npriority = \"fidelity\"\nexpect = \"w4a8-amx\"\n").unwrap();
+        assert_eq!(cases.len(), 2);
+        assert_eq!((cases[0].priority, cases[0].line), (Priority::Speed, 1));
+        assert_eq!((cases[1].priority, cases[1].line), (Priority::Fidelity, 5));
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let msg = |t: &str| format!("{:#}", parse(t).unwrap_err());
+        assert!(
+            msg("[[case]]\nprofile = \"a\"\nexpect = \"w4a9\"\n")
+                .starts_with("m.toml:3: bad manifest")
+        );
+        assert!(
+            msg("[[case]]\nprofile = \"a\"\npriority = \"fast\"\nexpect = \"bf16\"\n")
+                .starts_with("m.toml:3:")
+        );
+        assert!(msg("[[case]]\nprofile = \"a\"\n").contains("expect"));
+        assert!(msg("").contains("no [[case]]"));
+        assert!(
+            msg("[[case]]\nprofile = \"a\"\nexpect = \"bf16\"\ncolour = 1\n")
+                .starts_with("m.toml:4:")
+        );
+    }
+}

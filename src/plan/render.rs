@@ -1,0 +1,352 @@
+//! Rendering plans: table (one device, or the fleet view), JSON, JSON Lines, env, args.
+//!
+//! Every format renders from [`Plan`]; nothing here decides. `env` lines are
+//! shell-quoted for `eval`; `args` prints vLLM flags ready for `$(...)` (values are
+//! plain tokens, checked when the catalog loads). Tables never wrap, so their shape does
+//! not depend on the terminal.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use comfy_table::{Table, presets};
+
+use super::schema::Plan;
+
+fn new_table() -> Table {
+    let mut table = Table::new();
+    table.load_style(presets::ASCII_MARKDOWN);
+    table
+}
+
+fn yes_no(v: bool) -> &'static str {
+    if v { "yes" } else { "no" }
+}
+
+/// The engine kwargs as vLLM command-line flags (`--quantization gptq`), or "".
+pub fn vllm_flags(plan: &Plan) -> String {
+    plan.engine_kwargs
+        .iter()
+        .map(|(k, v)| {
+            let value = v
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| v.to_string());
+            format!("--{} {value}", k.replace('_', "-"))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `--format json`: one pretty plan object.
+pub fn json(out: &mut dyn Write, plan: &Plan) -> anyhow::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, plan)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// `--format jsonl`: one compact plan per line.
+pub fn jsonl(out: &mut dyn Write, plans: &[Plan]) -> anyhow::Result<()> {
+    for plan in plans {
+        serde_json::to_writer(&mut *out, plan)?;
+        out.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+/// `--format args`: the vLLM flags, nothing at all when there are none.
+pub fn args(out: &mut dyn Write, plan: &Plan) -> anyhow::Result<()> {
+    let flags = vllm_flags(plan);
+    if !flags.is_empty() {
+        writeln!(out, "{flags}")?;
+    }
+    Ok(())
+}
+
+/// Quotes a value for a POSIX shell: bare when it is a plain token, else single quotes.
+pub fn shell_quote(value: &str) -> String {
+    let plain = !value.is_empty()
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./:,+=@%".contains(c));
+    if plain {
+        value.to_string()
+    } else {
+        format!("'{}'", value.replace('\'', "'\\''"))
+    }
+}
+
+/// The `EDGEPLAN_*` variables for one plan, in output order.
+pub fn env_vars(plan: &Plan) -> Vec<(&'static str, String)> {
+    let p = &plan.path;
+    let opt = |v: Option<String>| v.unwrap_or_default();
+    vec![
+        ("EDGEPLAN_DEVICE", opt(plan.device.clone())),
+        ("EDGEPLAN_CLASS", plan.hardware_class.as_str().to_string()),
+        ("EDGEPLAN_PRIORITY", plan.priority.as_str().to_string()),
+        ("EDGEPLAN_PATH", p.name.clone()),
+        ("EDGEPLAN_QUANTIZATION", opt(p.quantization.clone())),
+        (
+            "EDGEPLAN_GROUP_SIZE",
+            opt(p.group_size.map(|g| g.to_string())),
+        ),
+        (
+            "EDGEPLAN_BITS_PER_WEIGHT",
+            opt(p.bits_per_weight.map(|b| b.to_string())),
+        ),
+        ("EDGEPLAN_BUILD_WITH", opt(p.build_with.clone())),
+        (
+            "EDGEPLAN_RUNS_IN_VLLM",
+            (if p.runs_in_vllm { "1" } else { "0" }).to_string(),
+        ),
+        (
+            "EDGEPLAN_VERIFIED",
+            (if p.verified { "1" } else { "0" }).to_string(),
+        ),
+        ("EDGEPLAN_ENGINE_ARGS", vllm_flags(plan)),
+        ("EDGEPLAN_THREADS", opt(plan.threads.map(|t| t.to_string()))),
+    ]
+}
+
+/// `--format env`: `eval`-able `EDGEPLAN_*=value` lines.
+pub fn env(out: &mut dyn Write, plan: &Plan) -> anyhow::Result<()> {
+    for (key, value) in env_vars(plan) {
+        writeln!(out, "{key}={}", shell_quote(&value))?;
+    }
+    Ok(())
+}
+
+/// `--format table` for one device: the path, kwargs, build script, rationale, notes.
+pub fn table_one(out: &mut dyn Write, plan: &Plan, explain: bool) -> anyhow::Result<()> {
+    let p = &plan.path;
+    let mut table = new_table();
+    table.set_header(vec!["plan", ""]);
+    if let Some(device) = &plan.device {
+        table.add_row(vec!["device", device]);
+    }
+    let quant = match (&p.quantization, p.group_size) {
+        (Some(q), Some(g)) => format!("{q}, group {g}"),
+        (Some(q), None) => q.clone(),
+        (None, _) => "none".into(),
+    };
+    let bits = p
+        .bits_per_weight
+        .map(|b| format!("{b}"))
+        .unwrap_or_else(|| "unknown".into());
+    let flags = vllm_flags(plan);
+    let kwargs = serde_json::to_string(&plan.engine_kwargs)?;
+    let kwargs = if flags.is_empty() {
+        kwargs
+    } else {
+        format!("{kwargs}  (vLLM flags: {flags})")
+    };
+    let rows: Vec<(&str, String)> = vec![
+        ("class", plan.hardware_class.to_string()),
+        ("priority", plan.priority.as_str().into()),
+        ("path", p.name.clone()),
+        ("quantization", quant),
+        ("bits per weight", bits),
+        ("runs in vLLM", yes_no(p.runs_in_vllm).into()),
+        (
+            "verified",
+            format!(
+                "{} (measured on this class of hardware)",
+                yes_no(p.verified)
+            ),
+        ),
+        ("engine kwargs", kwargs),
+        (
+            "build with",
+            p.build_with
+                .clone()
+                .unwrap_or_else(|| "none (use the checkpoint as is)".into()),
+        ),
+        ("fused CPU norms", yes_no(p.fused_cpu_norms).into()),
+        (
+            "threads",
+            plan.threads
+                .map(|t| format!("{t} (OMP_NUM_THREADS)"))
+                .unwrap_or_else(|| "unknown".into()),
+        ),
+    ];
+    for (k, v) in rows {
+        table.add_row(vec![k.to_string(), v]);
+    }
+    writeln!(out, "{table}")?;
+    writeln!(out, "\nWhy: {}", p.rationale)?;
+    if !p.notes.is_empty() {
+        writeln!(out, "\nNotes:")?;
+        for note in &p.notes {
+            writeln!(out, "  - {note}")?;
+        }
+    }
+    if explain {
+        write_explain(out, plan)?;
+    }
+    Ok(())
+}
+
+/// The rule trace and the alternatives, as indented text.
+pub fn write_explain(out: &mut dyn Write, plan: &Plan) -> anyhow::Result<()> {
+    writeln!(out, "\nRule trace:")?;
+    for (i, step) in plan.explain.iter().enumerate() {
+        writeln!(out, "  {}. {}: {}", i + 1, step.rule, step.outcome)?;
+        for fact in &step.facts {
+            writeln!(
+                out,
+                "       {} = {}  [{}]",
+                fact.field, fact.value, fact.source
+            )?;
+        }
+    }
+    writeln!(out, "\nAlternatives that lost:")?;
+    for alt in &plan.alternatives {
+        writeln!(out, "  - {}: {}", alt.path, alt.reason)?;
+    }
+    Ok(())
+}
+
+/// The fleet view, built one plan at a time so a large fleet is never held in memory
+/// as whole plans: one row per device, then a count per path.
+pub struct FleetTable {
+    table: Table,
+    counts: BTreeMap<String, usize>,
+    /// The rule traces, already rendered, when `--explain` was given.
+    traces: Option<Vec<u8>>,
+}
+
+impl FleetTable {
+    pub fn new(explain: bool) -> FleetTable {
+        let mut table = new_table();
+        table.set_header(vec![
+            "device",
+            "class",
+            "path",
+            "quantization",
+            "verified",
+            "build with",
+        ]);
+        FleetTable {
+            table,
+            counts: BTreeMap::new(),
+            traces: explain.then(Vec::new),
+        }
+    }
+
+    /// Adds one device's row (and its trace, with `--explain`).
+    pub fn add(&mut self, plan: &Plan) -> anyhow::Result<()> {
+        let p = &plan.path;
+        *self.counts.entry(p.name.clone()).or_default() += 1;
+        let device = plan.device.as_deref().unwrap_or("-");
+        self.table.add_row(vec![
+            device,
+            plan.hardware_class.as_str(),
+            &p.name,
+            p.quantization.as_deref().unwrap_or("none"),
+            yes_no(p.verified),
+            p.build_with.as_deref().unwrap_or("none"),
+        ]);
+        if let Some(traces) = &mut self.traces {
+            writeln!(traces, "\n## {device}: {}", p.name)?;
+            write_explain(traces, plan)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the table, the per-path counts and any traces.
+    pub fn finish(self, out: &mut dyn Write) -> anyhow::Result<()> {
+        writeln!(out, "{}\n", self.table)?;
+        let mut summary = new_table();
+        summary.set_header(vec!["path", "devices"]);
+        for (path, n) in &self.counts {
+            summary.add_row(vec![path.clone(), n.to_string()]);
+        }
+        writeln!(out, "{summary}")?;
+        if let Some(traces) = self.traces {
+            out.write_all(&traces)?;
+        }
+        Ok(())
+    }
+}
+
+/// `--format table` for many devices, from plans already made.
+pub fn table_fleet(out: &mut dyn Write, plans: &[Plan], explain: bool) -> anyhow::Result<()> {
+    let mut fleet = FleetTable::new(explain);
+    for plan in plans {
+        fleet.add(plan)?;
+    }
+    fleet.finish(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::catalog::Catalog;
+    use crate::plan::rules::decide;
+    use crate::plan::schema::Priority;
+    use crate::profile::{HardwareClass, Profile};
+
+    fn plan(class: HardwareClass, flags: &[&str]) -> Plan {
+        let mut p = Profile::from_json(
+            r#"{"schema_version": 1, "tool": {"name": "edgeplan", "version": "0"},
+                "arch": "x86_64", "hardware_class": "x86_cpu", "supports_bf16": true,
+                "cpu": {"vendor": null, "model_name": null, "logical_cpus": 8, "usable_threads": 6,
+                        "flags": [], "features": {}},
+                "memory": {"total_bytes": null, "available_bytes": null, "limit_bytes": null}}"#,
+            "t",
+        )
+        .unwrap();
+        p.hardware_class = class;
+        p.label = Some("box 1".into());
+        p.cpu.flags = flags.iter().map(|s| s.to_string()).collect();
+        decide(&p, Priority::Speed, &Catalog::builtin())
+    }
+
+    #[test]
+    fn shell_quoting_survives_quotes_and_spaces() {
+        assert_eq!(shell_quote("w4a8-amx"), "w4a8-amx");
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("box 1"), "'box 1'");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_quote("$(rm -rf /)"), "'$(rm -rf /)'");
+    }
+
+    #[test]
+    fn args_are_vllm_flags_or_nothing() {
+        let mut out = Vec::new();
+        args(
+            &mut out,
+            &plan(HardwareClass::X86Cpu, &["amx_tile", "amx_int8"]),
+        )
+        .unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "--quantization gptq\n");
+        let mut out = Vec::new();
+        args(&mut out, &plan(HardwareClass::CudaDiscrete, &[])).unwrap();
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn env_lines_are_exact() {
+        let mut out = Vec::new();
+        env(&mut out, &plan(HardwareClass::X86Cpu, &[])).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let want = "EDGEPLAN_DEVICE='box 1'\nEDGEPLAN_CLASS=x86_cpu\nEDGEPLAN_PRIORITY=speed\n\
+EDGEPLAN_PATH=w4a16-tinygemm\nEDGEPLAN_QUANTIZATION=cpu_int4\nEDGEPLAN_GROUP_SIZE=128\n\
+EDGEPLAN_BITS_PER_WEIGHT=4.25\nEDGEPLAN_BUILD_WITH=analysis/experiments/spark_edge/quantize_int4.py\n\
+EDGEPLAN_RUNS_IN_VLLM=1\nEDGEPLAN_VERIFIED=1\nEDGEPLAN_ENGINE_ARGS='--quantization cpu_int4'\nEDGEPLAN_THREADS=6\n";
+        assert_eq!(text, want);
+    }
+
+    #[test]
+    fn fleet_table_counts_paths() {
+        let plans = vec![
+            plan(HardwareClass::X86Cpu, &[]),
+            plan(HardwareClass::X86Cpu, &[]),
+            plan(HardwareClass::CudaDiscrete, &[]),
+        ];
+        let mut out = Vec::new();
+        table_fleet(&mut out, &plans, false).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("| w4a16-tinygemm | 2       |"), "{text}");
+        assert!(text.contains("| bf16           | 1       |"), "{text}");
+    }
+}

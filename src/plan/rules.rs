@@ -1,0 +1,580 @@
+//! The decision: which weight path a device gets. Pure: no I/O, no clap, no printing.
+//!
+//! The rules, first match wins:
+//!
+//! | class / condition                    | path                           |
+//! |--------------------------------------|--------------------------------|
+//! | `npu_phone`                          | `export-qnn-w8a16`             |
+//! | `cuda_discrete`, `jetson`            | `bf16`, or `fp16` without bf16 |
+//! | `arm64_cpu`                          | `w4a16-tinygemm` (unverified)  |
+//! | `x86_cpu`, AMX-INT8 usable, speed    | `w4a8-amx`                     |
+//! | `x86_cpu`, otherwise                 | `w4a16-tinygemm`               |
+//!
+//! "AMX-INT8 usable" reads `cpu.features.amx_int8.usable` (the CPU has INT8 tiles *and*
+//! the OS granted the tile state), which the W4A8 kernel needs. A profile without OS
+//! facts (no `amx_int8` feature entry, or `os: null`, as in a hand-written profile or a
+//! sysroot probe) falls back to the `/proc/cpuinfo` flags `amx_tile` + `amx_int8`, and
+//! the trace says so. Every step records the facts it read and where they came from,
+//! and every path that lost is listed with its reason. What a path *is* comes from the
+//! catalog; this module only names paths.
+
+use serde_json::json;
+
+use super::catalog::{Catalog, PathId};
+use super::schema::{Alternative, Fact, PLAN_SCHEMA_VERSION, Plan, PlannedPath, Priority, Step};
+use crate::profile::{HardwareClass, Profile};
+
+/// Chooses the weight path for `profile` at `priority`, with the trace that led there.
+pub fn decide(profile: &Profile, priority: impl Into<Priority>, catalog: &Catalog) -> Plan {
+    let priority = priority.into();
+    let origin = origin_of(profile);
+    let class = profile.hardware_class;
+    let mut trace = vec![Step {
+        rule: "hardware_class".into(),
+        outcome: format!("class {class}: {}", class_meaning(class)),
+        facts: vec![
+            fact(
+                "hardware_class",
+                json!(class.as_str()),
+                format!("the probe's class precedence ({origin})"),
+            ),
+            fact("arch", json!(profile.arch.as_str()), origin.clone()),
+        ],
+    }];
+    let mut lost: Vec<(PathId, String)> = Vec::new();
+
+    let chosen = match class {
+        HardwareClass::NpuPhone => {
+            let npu = profile.android.as_ref().and_then(|a| a.npu.as_ref());
+            trace.push(Step {
+                rule: "npu_export".into(),
+                outcome: "an NPU phone: vLLM cannot run on the NPU, so the deliverable is an exported QNN graph with calibrated 8-bit weights and 16-bit activations".into(),
+                facts: vec![
+                    fact("android.soc_model", json!(profile.android.as_ref().and_then(|a| a.soc_model.clone())), origin.clone()),
+                    fact("android.npu.htp_arch", json!(npu.and_then(|n| n.htp_arch.clone())), origin.clone()),
+                ],
+            });
+            lost.push((PathId::W4a16Tinygemm, "4-bit weights failed the QNN converter on the calibrated path, and an uncalibrated 4-bit export scored -1.6 dB on the device; 4-bit also saved no time there (0.917 vs 0.912 ms per layer)".into()));
+            lost.push((PathId::W4a8Amx, "an x86 AMX kernel; this is an Arm phone, and int8 activations broke the NPU export (5.1 dB against 36.9 dB for w8a16)".into()));
+            lost.push((
+                PathId::Bf16,
+                "would run vLLM on the phone's CPU cores and leave the NPU idle; not measured"
+                    .into(),
+            ));
+            PathId::ExportQnnW8a16
+        }
+        HardwareClass::CudaDiscrete | HardwareClass::Jetson => {
+            let (bf16, step) = gpu_bf16(profile, &origin);
+            trace.push(step);
+            let (chosen, other, why) = if bf16 {
+                (
+                    PathId::Bf16,
+                    PathId::Fp16,
+                    "bf16 is supported: same 16 bits, with bf16's wider exponent range",
+                )
+            } else {
+                (PathId::Fp16, PathId::Bf16, "this GPU has no bf16 support")
+            };
+            lost.push((other, why.into()));
+            let cpu_only = "an x86 CPU kernel; on a GPU the weights stay 16-bit, and GPU quantization (Marlin, AWQ) is a separate decision edgeplan does not make";
+            lost.push((PathId::W4a8Amx, cpu_only.into()));
+            lost.push((PathId::W4a16Tinygemm, cpu_only.into()));
+            lost.push((PathId::ExportQnnW8a16, "for phone NPUs only".into()));
+            if class == HardwareClass::Jetson {
+                trace.push(Step {
+                    rule: "jetson_follows_gpu".into(),
+                    outcome: "Jetson follows the discrete-GPU rule (integrated GPU, unified memory); this has not been measured, so the plan is unverified".into(),
+                    facts: vec![fact("jetson.model", json!(profile.jetson.as_ref().and_then(|j| j.model.clone())), origin.clone())],
+                });
+            }
+            chosen
+        }
+        HardwareClass::Arm64Cpu => {
+            trace.push(Step {
+                rule: "arm64_cpu".into(),
+                outcome: "an Arm CPU: no AMX, so 4-bit weights with bf16 activations through PyTorch's 4-bit CPU GEMM (its Arm kernel was not measured, so unverified)".into(),
+                facts: vec![fact("cpu.flags", json!(arm_flags(profile)), format!("/proc/cpuinfo Features ({origin})"))],
+            });
+            lost.push((PathId::W4a8Amx, "needs x86 AMX tiles".into()));
+            lost.push((PathId::Bf16, "no 4-bit saving: 16 bits per weight (on the measured x86 host bf16 decoded at 41.0 tok/s against 80.0 for tinygemm)".into()));
+            lost.push((PathId::Fp16, "as bf16: 16 bits per weight".into()));
+            lost.push((PathId::ExportQnnW8a16, "for phone NPUs only".into()));
+            PathId::W4a16Tinygemm
+        }
+        HardwareClass::X86Cpu => {
+            let (amx, step) = amx_int8_usable(profile, &origin);
+            trace.push(step);
+            let chosen = match (amx, priority) {
+                (true, Priority::Speed) => {
+                    trace.push(priority_step(priority, "speed first and AMX-INT8 usable: the W4A8 AMX kernel, the fastest path measured (86.6 against 80.0 tok/s in the back-to-back per-op profile)"));
+                    lost.push((PathId::W4a16Tinygemm, "slower with AMX available (80.0 against 86.6 tok/s, back-to-back per-op profile); it is the choice under --priority fidelity".into()));
+                    PathId::W4a8Amx
+                }
+                (true, Priority::Fidelity) => {
+                    trace.push(priority_step(priority, "fidelity first: keep bf16 activations (tinygemm) although AMX-INT8 is usable; this gives up about 7-8% of decode (80.0 against 86.6 tok/s)"));
+                    lost.push((PathId::W4a8Amx, "int8 activations are the least faithful 4-bit build (1/12 greedy prompts exact against its own bf16, tinygemm 2/12), and in agent tasks W4A8 undid a finished step where W4A16 recognised completion".into()));
+                    PathId::W4a16Tinygemm
+                }
+                (false, _) => {
+                    trace.push(priority_step(priority, "AMX-INT8 is not usable, so the W4A8 kernel cannot run whatever the priority: 4-bit weights with bf16 activations through tinygemm"));
+                    lost.push((
+                        PathId::W4a8Amx,
+                        "needs usable AMX-INT8 tiles (CPU support and the OS's tile permission)"
+                            .into(),
+                    ));
+                    PathId::W4a16Tinygemm
+                }
+            };
+            lost.push((
+                PathId::Bf16,
+                "no 4-bit kernel: 41.0 tok/s on the measured Xeon, about half of either 4-bit path"
+                    .into(),
+            ));
+            lost.push((
+                PathId::Fp16,
+                "as bf16: 16 bits per weight and no faster".into(),
+            ));
+            lost.push((PathId::ExportQnnW8a16, "for phone NPUs only".into()));
+            chosen
+        }
+    };
+
+    let spec = catalog.path(chosen);
+    let mut engine_kwargs = serde_json::Map::new();
+    let kwargs_outcome = match (&spec.quantization, spec.runs_in_vllm) {
+        (_, false) => "no engine kwargs: this path does not run in vLLM".to_string(),
+        (Some(q), true) => {
+            engine_kwargs.insert("quantization".into(), json!(q));
+            format!("engine kwargs {{\"quantization\": \"{q}\"}} (vLLM flag --quantization {q})")
+        }
+        (None, true) => "no engine kwargs: the weights keep the model dtype".to_string(),
+    };
+    trace.push(Step {
+        rule: "engine_kwargs".into(),
+        outcome: kwargs_outcome,
+        facts: vec![
+            fact(
+                "path.runs_in_vllm",
+                json!(spec.runs_in_vllm),
+                format!("catalog ({})", catalog.origin),
+            ),
+            fact(
+                "path.quantization",
+                json!(spec.quantization),
+                format!("catalog ({})", catalog.origin),
+            ),
+        ],
+    });
+
+    Plan {
+        schema_version: PLAN_SCHEMA_VERSION,
+        device: profile.label.clone(),
+        hardware_class: class,
+        priority,
+        path: PlannedPath {
+            name: spec.name.clone(),
+            quantization: spec.quantization.clone(),
+            group_size: spec.group_size,
+            bits_per_weight: spec.bits_per_weight,
+            fused_cpu_norms: spec.fused_cpu_norms,
+            runs_in_vllm: spec.runs_in_vllm,
+            verified: spec.verified_for(class),
+            rationale: spec.rationale_for(class).to_string(),
+            build_with: spec.build_with.clone(),
+            notes: spec.notes_for(class),
+        },
+        engine_kwargs,
+        threads: profile.cpu.usable_threads,
+        explain: trace,
+        alternatives: lost
+            .into_iter()
+            .map(|(id, reason)| Alternative {
+                path: catalog.path(id).name.clone(),
+                reason,
+            })
+            .collect(),
+    }
+}
+
+fn fact(field: &str, value: serde_json::Value, source: String) -> Fact {
+    Fact {
+        field: field.into(),
+        value,
+        source,
+    }
+}
+
+fn priority_step(priority: Priority, outcome: &str) -> Step {
+    Step {
+        rule: "priority".into(),
+        outcome: outcome.into(),
+        facts: vec![fact(
+            "priority",
+            json!(priority.as_str()),
+            "--priority (default speed)".into(),
+        )],
+    }
+}
+
+/// How the profile was made, for fact sources.
+fn origin_of(profile: &Profile) -> String {
+    match profile.source.as_deref() {
+        Some("live") => "live probe".into(),
+        Some("sysroot") => "sysroot probe".into(),
+        Some("hand-written") => "hand-written profile".into(),
+        Some("captured") => "captured profile".into(),
+        Some(other) => format!("profile source `{other}`"),
+        None => "profile".into(),
+    }
+}
+
+fn class_meaning(class: HardwareClass) -> &'static str {
+    match class {
+        HardwareClass::NpuPhone => {
+            "an Android phone whose SoC has an NPU the export toolchain targets"
+        }
+        HardwareClass::Jetson => "an NVIDIA Jetson (integrated GPU, unified memory)",
+        HardwareClass::CudaDiscrete => "at least one NVIDIA discrete GPU",
+        HardwareClass::Arm64Cpu => "an aarch64 host with no GPU or known NPU",
+        HardwareClass::X86Cpu => "an x86_64 host with no GPU: the one class with a real choice",
+    }
+}
+
+fn arm_flags(profile: &Profile) -> Vec<&str> {
+    const INTERESTING: [&str; 4] = ["asimddp", "i8mm", "bf16", "sve"];
+    INTERESTING
+        .into_iter()
+        .filter(|f| profile.cpu.has_flag(f))
+        .collect()
+}
+
+/// The lowest compute capability among the NVIDIA GPUs (or the Jetson's), when known.
+fn min_compute_capability(profile: &Profile) -> Option<(f64, String)> {
+    let mut ccs: Vec<String> = profile
+        .gpus
+        .iter()
+        .filter(|g| g.vendor.eq_ignore_ascii_case("nvidia"))
+        .filter_map(|g| g.compute_capability.clone())
+        .collect();
+    if let Some(cc) = profile
+        .jetson
+        .as_ref()
+        .and_then(|j| j.compute_capability.clone())
+    {
+        ccs.push(cc);
+    }
+    ccs.into_iter()
+        .filter_map(|s| {
+            s.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .map(|v| (v, s))
+        })
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+}
+
+/// bf16 on the GPU: the profile's `supports_bf16`, overruled to "no" by a known compute
+/// capability below 8.0 (bf16 tensor cores start at Ampere).
+fn gpu_bf16(profile: &Profile, origin: &str) -> (bool, Step) {
+    let cc = min_compute_capability(profile);
+    let mut facts = vec![fact(
+        "supports_bf16",
+        json!(profile.supports_bf16),
+        origin.to_string(),
+    )];
+    if let Some((_, shown)) = &cc {
+        facts.push(fact(
+            "gpus[].compute_capability (lowest)",
+            json!(shown),
+            origin.to_string(),
+        ));
+    }
+    let (bf16, outcome) = match (&cc, profile.supports_bf16) {
+        (Some((v, shown)), true) if *v < 8.0 => (
+            false,
+            format!(
+                "fp16: the profile says bf16, but compute capability {shown} is below 8.0, where CUDA has no bf16 tensor cores"
+            ),
+        ),
+        (Some((_, shown)), true) => (
+            true,
+            format!("bf16: supported (compute capability {shown})"),
+        ),
+        (None, true) => (
+            true,
+            "bf16: the profile says it is supported (compute capability unknown)".into(),
+        ),
+        (_, false) => (false, "fp16: the profile says bf16 is not supported".into()),
+    };
+    (
+        bf16,
+        Step {
+            rule: "gpu_dtype".into(),
+            outcome,
+            facts,
+        },
+    )
+}
+
+/// Whether the W4A8 AMX kernel can run: AMX-INT8 usable, or (without OS facts) the flags.
+fn amx_int8_usable(profile: &Profile, origin: &str) -> (bool, Step) {
+    let flags_tile = profile.cpu.has_flag("amx_tile");
+    let flags_int8 = profile.cpu.has_flag("amx_int8");
+    let flags_bf16 = profile.cpu.has_flag("amx_bf16");
+    let feature = profile.cpu.features.get("amx_int8");
+    let rule = "amx_int8_usable".to_string();
+    match feature {
+        Some(f) if f.os.is_some() => {
+            let facts = vec![
+                fact(
+                    "cpu.features.amx_int8.cpu",
+                    json!(f.cpu),
+                    format!("CPUID ({origin})"),
+                ),
+                fact(
+                    "cpu.features.amx_int8.os",
+                    json!(f.os),
+                    format!("XCR0 + arch_prctl tile permission ({origin})"),
+                ),
+                fact(
+                    "cpu.features.amx_int8.usable",
+                    json!(f.usable),
+                    format!("probe verdict ({origin})"),
+                ),
+            ];
+            let outcome = if f.usable {
+                "AMX-INT8 usable: the CPU has INT8 tiles and the OS granted the tile state, so the W4A8 kernel can run".to_string()
+            } else if f.cpu {
+                let seed = if flags_tile || flags_bf16 {
+                    " (a test of the amx_tile/amx_bf16 flags alone, as the original study's selector did, would have said yes)"
+                } else {
+                    ""
+                };
+                format!(
+                    "AMX-INT8 not usable: the CPU has it but the OS has not enabled the tile state or refused the permission{seed}"
+                )
+            } else {
+                "AMX-INT8 not usable: the CPU does not report INT8 tiles".to_string()
+            };
+            (
+                f.usable,
+                Step {
+                    rule,
+                    outcome,
+                    facts,
+                },
+            )
+        }
+        _ => {
+            let why = match feature {
+                Some(_) => {
+                    "cpu.features.amx_int8.os is null (OS enablement unknown, as under a sysroot)"
+                }
+                None => "the profile has no cpu.features.amx_int8 entry",
+            };
+            let usable = flags_tile && flags_int8;
+            let mut facts = vec![
+                fact(
+                    "cpu.flags has amx_tile",
+                    json!(flags_tile),
+                    format!("/proc/cpuinfo flags ({origin})"),
+                ),
+                fact(
+                    "cpu.flags has amx_int8",
+                    json!(flags_int8),
+                    format!("/proc/cpuinfo flags ({origin})"),
+                ),
+            ];
+            if let Some(f) = feature {
+                facts.push(fact(
+                    "cpu.features.amx_int8.os",
+                    json!(f.os),
+                    origin.to_string(),
+                ));
+            }
+            let verdict = if usable {
+                "present, taken as usable"
+            } else {
+                "absent"
+            };
+            let outcome = format!(
+                "no OS facts ({why}): falling back to the /proc/cpuinfo flags amx_tile + amx_int8: {verdict}; the kernel-filtered flags imply the OS enabled the tiles but not that this process may use them"
+            );
+            (
+                usable,
+                Step {
+                    rule,
+                    outcome,
+                    facts,
+                },
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::Feature;
+
+    fn x86(flags: &[&str], amx: Option<Feature>) -> Profile {
+        let mut p = Profile::from_json(
+            r#"{"schema_version": 1, "tool": {"name": "edgeplan", "version": "0"},
+                "arch": "x86_64", "hardware_class": "x86_cpu", "supports_bf16": true,
+                "cpu": {"vendor": null, "model_name": null, "logical_cpus": 8, "usable_threads": 8,
+                        "flags": [], "features": {}},
+                "memory": {"total_bytes": null, "available_bytes": null, "limit_bytes": null}}"#,
+            "t",
+        )
+        .unwrap();
+        p.cpu.flags = flags.iter().map(|s| s.to_string()).collect();
+        if let Some(f) = amx {
+            p.cpu.features.insert("amx_int8".into(), f);
+        }
+        p
+    }
+
+    const AMX_FLAGS: [&str; 3] = ["amx_tile", "amx_int8", "amx_bf16"];
+
+    fn name(p: &Profile, pr: Priority) -> String {
+        decide(p, pr, &Catalog::builtin()).path.name
+    }
+
+    #[test]
+    fn usable_amx_int8_gives_w4a8_for_speed_only() {
+        let p = x86(
+            &AMX_FLAGS,
+            Some(Feature {
+                cpu: true,
+                os: Some(true),
+                usable: true,
+            }),
+        );
+        assert_eq!(name(&p, Priority::Speed), "w4a8-amx");
+        assert_eq!(name(&p, Priority::Fidelity), "w4a16-tinygemm");
+    }
+
+    #[test]
+    fn flags_without_os_permission_are_not_enough() {
+        // The improvement over the original selector: flags present, OS said no.
+        let p = x86(
+            &AMX_FLAGS,
+            Some(Feature {
+                cpu: true,
+                os: Some(false),
+                usable: false,
+            }),
+        );
+        assert_eq!(name(&p, Priority::Speed), "w4a16-tinygemm");
+        let plan = decide(&p, Priority::Speed, &Catalog::builtin());
+        assert!(
+            plan.explain[1].outcome.contains("would have said yes"),
+            "{:?}",
+            plan.explain[1]
+        );
+    }
+
+    #[test]
+    fn without_os_facts_the_flags_decide_and_the_trace_says_so() {
+        let p = x86(&AMX_FLAGS, None);
+        let plan = decide(&p, Priority::Speed, &Catalog::builtin());
+        assert_eq!(plan.path.name, "w4a8-amx");
+        assert!(
+            plan.explain[1]
+                .outcome
+                .contains("falling back to the /proc/cpuinfo flags")
+        );
+        let sysroot = x86(
+            &AMX_FLAGS,
+            Some(Feature {
+                cpu: true,
+                os: None,
+                usable: true,
+            }),
+        );
+        assert_eq!(name(&sysroot, Priority::Speed), "w4a8-amx");
+        // amx_bf16 alone is not the INT8 tile unit the kernel needs.
+        assert_eq!(
+            name(&x86(&["amx_bf16"], None), Priority::Speed),
+            "w4a16-tinygemm"
+        );
+        assert_eq!(
+            name(&x86(&["avx512_vnni"], None), Priority::Speed),
+            "w4a16-tinygemm"
+        );
+    }
+
+    #[test]
+    fn gpu_dtype_follows_bf16_and_compute_capability() {
+        let mut p = x86(&[], None);
+        p.hardware_class = HardwareClass::CudaDiscrete;
+        p.gpus.push(crate::profile::Gpu {
+            vendor: "nvidia".into(),
+            compute_capability: Some("9.0".into()),
+            ..Default::default()
+        });
+        assert_eq!(name(&p, Priority::Fidelity), "bf16");
+        p.gpus[0].compute_capability = Some("7.5".into());
+        assert_eq!(name(&p, Priority::Speed), "fp16");
+        p.gpus[0].compute_capability = None;
+        assert_eq!(name(&p, Priority::Speed), "bf16");
+        p.supports_bf16 = false;
+        assert_eq!(name(&p, Priority::Speed), "fp16");
+    }
+
+    #[test]
+    fn verified_and_kwargs_follow_the_table() {
+        let c = Catalog::builtin();
+        let mut p = x86(&[], None);
+        p.hardware_class = HardwareClass::Jetson;
+        let jetson = decide(&p, Priority::Speed, &c);
+        assert_eq!(
+            (jetson.path.name.as_str(), jetson.path.verified),
+            ("bf16", false)
+        );
+        assert!(jetson.engine_kwargs.is_empty());
+        p.hardware_class = HardwareClass::CudaDiscrete;
+        assert!(decide(&p, Priority::Speed, &c).path.verified);
+        p.hardware_class = HardwareClass::Arm64Cpu;
+        let arm = decide(&p, Priority::Speed, &c);
+        assert_eq!(
+            (arm.path.name.as_str(), arm.path.verified),
+            ("w4a16-tinygemm", false)
+        );
+        assert_eq!(
+            arm.engine_kwargs.get("quantization"),
+            Some(&json!("cpu_int4"))
+        );
+        assert!(arm.path.rationale.contains("KleidiAI"));
+        p.hardware_class = HardwareClass::NpuPhone;
+        let npu = decide(&p, Priority::Fidelity, &c);
+        assert_eq!(
+            (npu.path.name.as_str(), npu.path.verified),
+            ("export-qnn-w8a16", true)
+        );
+        assert!(
+            npu.engine_kwargs.is_empty(),
+            "the NPU path does not run in vLLM"
+        );
+        let amx = decide(&x86(&AMX_FLAGS, None), Priority::Speed, &c);
+        assert_eq!(amx.engine_kwargs.get("quantization"), Some(&json!("gptq")));
+        assert!(amx.path.verified);
+    }
+
+    #[test]
+    fn every_plan_lists_the_losers_and_never_the_winner() {
+        let c = Catalog::builtin();
+        for class in HardwareClass::ALL {
+            for pr in Priority::ALL {
+                let mut p = x86(&AMX_FLAGS, None);
+                p.hardware_class = class;
+                let plan = decide(&p, pr, &c);
+                assert!(plan.alternatives.len() >= 3, "{class} {pr:?}");
+                assert!(plan.alternatives.iter().all(|a| a.path != plan.path.name));
+                assert!(plan.explain.iter().all(|s| !s.facts.is_empty()));
+                assert!(!plan.path.fused_cpu_norms);
+            }
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! The plan as data: the serde structs behind `plan --format json|jsonl`.
+//!
+//! One [`Plan`] per device; every output format (table, JSON, env, args) renders from it.
+//! The keys are contract.md's (`schema_version`, `hardware_class`, `priority`, `path`,
+//! `engine_kwargs`, `explain`) plus additive extensions (`device`, `threads`,
+//! `alternatives`). Nothing here decides or prints anything.
+
+use serde::{Deserialize, Serialize};
+
+use crate::profile::HardwareClass;
+
+/// Major version of the plan JSON.
+pub const PLAN_SCHEMA_VERSION: u32 = 1;
+
+/// What the plan optimises for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Priority {
+    Speed,
+    Fidelity,
+}
+
+impl Priority {
+    pub const ALL: [Priority; 2] = [Priority::Speed, Priority::Fidelity];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Priority::Speed => "speed",
+            Priority::Fidelity => "fidelity",
+        }
+    }
+}
+
+impl From<crate::cli::Priority> for Priority {
+    fn from(p: crate::cli::Priority) -> Priority {
+        match p {
+            crate::cli::Priority::Speed => Priority::Speed,
+            crate::cli::Priority::Fidelity => Priority::Fidelity,
+        }
+    }
+}
+
+/// The plan for one device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub schema_version: u32,
+    /// The device's label, or the name of the input it came from.
+    pub device: Option<String>,
+    pub hardware_class: HardwareClass,
+    pub priority: Priority,
+    pub path: PlannedPath,
+    /// What goes into vLLM's `LLM(...)`: `{}` or `{"quantization": ...}`.
+    pub engine_kwargs: serde_json::Map<String, serde_json::Value>,
+    /// Threads the engine should use (the profile's usable threads), when known.
+    pub threads: Option<u32>,
+    /// The rule trace: each step with the profile facts it used.
+    pub explain: Vec<Step>,
+    /// The paths that lost, each with the reason.
+    pub alternatives: Vec<Alternative>,
+}
+
+/// The chosen path as the contract spells it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannedPath {
+    pub name: String,
+    pub quantization: Option<String>,
+    pub group_size: Option<u32>,
+    pub bits_per_weight: Option<f64>,
+    pub fused_cpu_norms: bool,
+    pub runs_in_vllm: bool,
+    /// True only where this path was measured on this class of hardware.
+    pub verified: bool,
+    pub rationale: String,
+    pub build_with: Option<String>,
+    pub notes: Vec<String>,
+}
+
+/// One rule of the trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// Short rule id, e.g. `amx_int8_usable`.
+    pub rule: String,
+    /// What the rule concluded, in a sentence.
+    pub outcome: String,
+    /// The profile facts the rule read.
+    pub facts: Vec<Fact>,
+}
+
+/// One profile fact, with where it came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fact {
+    /// The profile field, e.g. `cpu.features.amx_int8.usable`.
+    pub field: String,
+    pub value: serde_json::Value,
+    /// How the profile got it, e.g. `CPUID + XCR0 + arch_prctl (live probe)`.
+    pub source: String,
+}
+
+/// A path that was not chosen, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Alternative {
+    pub path: String,
+    pub reason: String,
+}
