@@ -35,9 +35,10 @@ use crate::error::Exit;
 
 pub use save::{MeasuredSummary, measured_summary};
 
-/// The planned path name for `profile` (the planner is not merged into this branch yet).
-fn planned_path(_profile: &crate::profile::Profile, _priority: crate::cli::Priority) -> Result<String, String> {
-    Err("the planner is not built into this edgeplan yet".into())
+/// The planned path name for `profile` at `priority`, from the built-in catalog.
+fn planned_path(profile: &crate::profile::Profile, priority: crate::cli::Priority) -> Result<String, String> {
+    let catalog = crate::plan::Catalog::builtin();
+    Ok(crate::plan::decide(profile, priority, &catalog).path.name)
 }
 
 /// Runs `edgeplan bench`.
