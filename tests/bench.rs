@@ -86,7 +86,9 @@ const AMX: &str = "bench/xeon-amx-2vcpu.json";
 
 fn fake_bench(executor: &str) -> assert_cmd::Command {
     let mut cmd = edgeplan();
-    cmd.env("EDGEPLAN_BENCH_EXECUTOR", executor).arg("bench").arg("--quick");
+    cmd.env("EDGEPLAN_BENCH_EXECUTOR", executor)
+        .arg("bench")
+        .arg("--quick");
     cmd
 }
 
@@ -98,7 +100,11 @@ fn json_report(args: &[&str]) -> Report {
         .args(args)
         .output()
         .unwrap();
-    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).expect("stdout is one JSON report")
 }
 
@@ -109,7 +115,11 @@ fn json_report_has_the_contract_shape() {
     assert_eq!(r.executor, "fake");
     assert_eq!(r.threads, 2);
     // The fake executor charges 20 GB/s for its bandwidth probe.
-    assert!((r.memory_bandwidth_gbps - 20.0).abs() < 0.5, "{}", r.memory_bandwidth_gbps);
+    assert!(
+        (r.memory_bandwidth_gbps - 20.0).abs() < 0.5,
+        "{}",
+        r.memory_bandwidth_gbps
+    );
     // All three paths in both phases.
     for path in ["w4a8", "w4a16", "bf16"] {
         for phase in ["decode", "prefill"] {
@@ -133,8 +143,18 @@ fn json_report_has_the_contract_shape() {
         }
     }
     // Fidelity: symmetric and asymmetric int4, one bf16 row.
-    let schemes: Vec<(&str, &str)> = r.fidelity.iter().map(|f| (f.path.as_str(), f.scheme.as_str())).collect();
-    for want in [("w4a8", "symmetric"), ("w4a8", "asymmetric"), ("w4a16", "symmetric"), ("w4a16", "asymmetric"), ("bf16", "bf16")] {
+    let schemes: Vec<(&str, &str)> = r
+        .fidelity
+        .iter()
+        .map(|f| (f.path.as_str(), f.scheme.as_str()))
+        .collect();
+    for want in [
+        ("w4a8", "symmetric"),
+        ("w4a8", "asymmetric"),
+        ("w4a16", "symmetric"),
+        ("w4a16", "asymmetric"),
+        ("bf16", "bf16"),
+    ] {
         assert!(schemes.contains(&want), "{want:?} missing from {schemes:?}");
     }
     for f in &r.fidelity {
@@ -144,11 +164,22 @@ fn json_report_has_the_contract_shape() {
         assert_eq!(f.top1_vocab, 1024);
     }
     let bf16 = r.fidelity.iter().find(|f| f.path == "bf16").unwrap();
-    let w4 = r.fidelity.iter().find(|f| f.path == "w4a16" && f.scheme == "symmetric").unwrap();
-    assert!(bf16.rel_error < w4.rel_error, "bf16 weights must be closer to f32 than int4");
+    let w4 = r
+        .fidelity
+        .iter()
+        .find(|f| f.path == "w4a16" && f.scheme == "symmetric")
+        .unwrap();
+    assert!(
+        bf16.rel_error < w4.rel_error,
+        "bf16 weights must be closer to f32 than int4"
+    );
     // Peaks are listed, the fake executor measures none.
     assert!(r.peaks.iter().any(|p| p.unit == "amx-int8"));
-    assert!(r.peaks.iter().all(|p| p.tmacs.is_none() && p.skipped.is_some()));
+    assert!(
+        r.peaks
+            .iter()
+            .all(|p| p.tmacs.is_none() && p.skipped.is_some())
+    );
     assert!(r.memory.planned_peak_bytes > 0);
     assert!(r.memory.budget_bytes.is_some());
     assert!(r.notes.iter().any(|n| n.contains("upper bound")));
@@ -158,16 +189,47 @@ fn json_report_has_the_contract_shape() {
 
 #[test]
 fn a_kernel_failing_its_check_is_reported_and_not_timed() {
-    let r = json_report(&["--profile", fixture(HOST).to_str().unwrap(), "--paths", "w4a8"]);
-    let broken = r.kernels.iter().find(|k| k.name == "w4a8-fake-broken").unwrap();
+    let r = json_report(&[
+        "--profile",
+        fixture(HOST).to_str().unwrap(),
+        "--paths",
+        "w4a8",
+    ]);
+    let broken = r
+        .kernels
+        .iter()
+        .find(|k| k.name == "w4a8-fake-broken")
+        .unwrap();
     assert_eq!(broken.status, "failed");
-    assert!(broken.detail.as_deref().unwrap_or("").contains("scalar reference"));
+    assert!(
+        broken
+            .detail
+            .as_deref()
+            .unwrap_or("")
+            .contains("scalar reference")
+    );
     assert!(r.results.iter().all(|x| x.kernel != "w4a8-fake-broken"));
-    assert!(r.results.iter().any(|x| x.path == "w4a8" && x.kernel == "w4a8-fake"), "the run goes on");
-    let missing = r.kernels.iter().find(|k| k.name == "w4a8-fake-missing").unwrap();
+    assert!(
+        r.results
+            .iter()
+            .any(|x| x.path == "w4a8" && x.kernel == "w4a8-fake"),
+        "the run goes on"
+    );
+    let missing = r
+        .kernels
+        .iter()
+        .find(|k| k.name == "w4a8-fake-missing")
+        .unwrap();
     assert_eq!(missing.status, "unavailable");
     // Only the asked path (plus the planned one, if any) ran.
-    assert!(r.results.iter().all(|x| x.path == "w4a8" || Some(x.path.as_str()) == r.verdict.planned.as_deref().map(|p| &p[..p.find('-').unwrap_or(p.len())])));
+    assert!(r.results.iter().all(|x| {
+        x.path == "w4a8"
+            || Some(x.path.as_str())
+                == r.verdict
+                    .planned
+                    .as_deref()
+                    .map(|p| &p[..p.find('-').unwrap_or(p.len())])
+    }));
 }
 
 #[test]
@@ -179,12 +241,31 @@ fn table_has_results_rooflines_fidelity_and_verdict() {
         .arg(fixture(HOST))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
-    for needle in ["memory read bandwidth", "compute peaks", "| path", "ms/step", "% bw", "TMAC/s", "% peak", "rel error", "top-1 agreement", "verdict: ", "NOT measurements"] {
+    for needle in [
+        "memory read bandwidth",
+        "compute peaks",
+        "| path",
+        "ms/step",
+        "% bw",
+        "TMAC/s",
+        "% peak",
+        "rel error",
+        "top-1 agreement",
+        "verdict: ",
+        "NOT measurements",
+    ] {
         assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
     }
-    assert!(out.stderr.is_empty() || !String::from_utf8_lossy(&out.stderr).contains('\u{1b}'), "no progress bar off a terminal");
+    assert!(
+        out.stderr.is_empty() || !String::from_utf8_lossy(&out.stderr).contains('\u{1b}'),
+        "no progress bar off a terminal"
+    );
 }
 
 #[test]
@@ -192,7 +273,10 @@ fn amx_speed_plan_is_confirmed_or_contradicted_end_to_end() {
     let ok = json_report(&["--profile", fixture(AMX).to_str().unwrap()]);
     if ok.verdict.planned.as_deref() != Some("w4a8-amx") {
         // The planner decides; this test only holds the bench side to it.
-        eprintln!("planner chose {:?}; skipping the AMX verdict check", ok.verdict.planned);
+        eprintln!(
+            "planner chose {:?}; skipping the AMX verdict check",
+            ok.verdict.planned
+        );
         return;
     }
     assert!(ok.verdict.confirmed, "{:?}", ok.verdict);
@@ -236,8 +320,16 @@ fn save_writes_measurements_into_a_profile_copy() {
 
 #[test]
 fn list_kernels_names_every_variant() {
-    let out = edgeplan().args(["bench", "--list-kernels", "--profile"]).arg(fixture(HOST)).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = edgeplan()
+        .args(["bench", "--list-kernels", "--profile"])
+        .arg(fixture(HOST))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("w4a8-scalar"), "{text}");
 }
@@ -250,12 +342,36 @@ fn bad_input_gets_one_line_and_the_documented_code() {
         (vec!["--threads".into(), "0".into()], 2, "--threads 0"),
         (vec!["--threads".into(), "4096".into()], 2, "--threads 4096"),
         (vec!["--paths".into(), "w4a9".into()], 2, "w4a9"),
-        (vec!["--prefill-tokens".into(), "0".into()], 2, "--prefill-tokens 0"),
+        (
+            vec!["--prefill-tokens".into(), "0".into()],
+            2,
+            "--prefill-tokens 0",
+        ),
         (vec!["--kernel".into(), "w4a8-nope".into()], 2, "w4a8-nope"),
         (vec!["--model".into(), "gpt-17".into()], 65, "gpt-17"),
-        (vec!["--model-config".into(), "/nonexistent/config.json".into()], 66, "/nonexistent/config.json"),
-        (vec!["--model-config".into(), fixture("bench/config-missing-hidden.json").into()], 65, "hidden_size"),
-        (vec!["--model-config".into(), tiny.clone().into(), "--profile".into(), "/nonexistent/p.json".into()], 66, "p.json"),
+        (
+            vec!["--model-config".into(), "/nonexistent/config.json".into()],
+            66,
+            "/nonexistent/config.json",
+        ),
+        (
+            vec![
+                "--model-config".into(),
+                fixture("bench/config-missing-hidden.json").into(),
+            ],
+            65,
+            "hidden_size",
+        ),
+        (
+            vec![
+                "--model-config".into(),
+                tiny.clone().into(),
+                "--profile".into(),
+                "/nonexistent/p.json".into(),
+            ],
+            66,
+            "p.json",
+        ),
     ];
     for (args, code, needle) in cases {
         let mut cmd = fake_bench("fake");
@@ -266,7 +382,11 @@ fn bad_input_gets_one_line_and_the_documented_code() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
-        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: one line, got {stderr}");
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "{args:?}: one line, got {stderr}"
+        );
         assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
     }
 }

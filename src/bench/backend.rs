@@ -31,7 +31,9 @@ impl BenchPath {
     }
 
     pub fn parse(text: &str) -> Option<BenchPath> {
-        BenchPath::ALL.into_iter().find(|p| p.as_str().eq_ignore_ascii_case(text.trim()))
+        BenchPath::ALL
+            .into_iter()
+            .find(|p| p.as_str().eq_ignore_ascii_case(text.trim()))
     }
 
     /// Whether weights packed for `self` serve `other` too (W4A8 and W4A16 share P64·G128).
@@ -170,7 +172,13 @@ pub trait Backend: Parallel {
     /// Packed weights of the right layout and size holding arbitrary valid codes, scales
     /// and zeros: timing buffers that need no f32 original (quantizing a 151936-row
     /// lm_head from f32 would take longer than timing it).
-    fn synthetic(&self, path: BenchPath, n: usize, k: usize, seed: u64) -> anyhow::Result<Self::Weights>;
+    fn synthetic(
+        &self,
+        path: BenchPath,
+        n: usize,
+        k: usize,
+        seed: u64,
+    ) -> anyhow::Result<Self::Weights>;
     /// A copy of packed weights in fresh memory (so the rotation never reuses a buffer).
     fn duplicate(&self, w: &Self::Weights) -> Self::Weights;
     /// Bytes the packed weights occupy (what a decode step streams from memory).

@@ -23,8 +23,8 @@ fn sum(words: &[u64]) -> u64 {
     let chunks = words.chunks_exact(8);
     let tail: u64 = chunks.remainder().iter().fold(0, |a, &w| a.wrapping_add(w));
     for c in chunks {
-        for i in 0..8 {
-            acc[i] = acc[i].wrapping_add(c[i]);
+        for (a, &w) in acc.iter_mut().zip(c) {
+            *a = a.wrapping_add(w);
         }
     }
     acc.iter().fold(tail, |a, &w| a.wrapping_add(w))
@@ -56,9 +56,18 @@ pub fn measure(
         Ok(t)
     };
     let samples = sampling.collect(clock, &mut run)?;
-    let gbps: Vec<f64> = samples.iter().map(|t| words as f64 * 8.0 / t.max(1e-12) / 1e9).collect();
+    let gbps: Vec<f64> = samples
+        .iter()
+        .map(|t| words as f64 * 8.0 / t.max(1e-12) / 1e9)
+        .collect();
     let s = Summary::of(&gbps).ok_or_else(|| anyhow::anyhow!("bandwidth: no samples"))?;
-    Ok(Bandwidth { gbps: s.median, gbps_min: s.min, gbps_max: s.max, buffer_bytes: words as u64 * 8, repeats: s.n })
+    Ok(Bandwidth {
+        gbps: s.median,
+        gbps_min: s.min,
+        gbps_max: s.max,
+        buffer_bytes: words as u64 * 8,
+        repeats: s.n,
+    })
 }
 
 #[cfg(test)]

@@ -32,7 +32,9 @@ pub struct RealClock {
 
 impl RealClock {
     pub fn new() -> RealClock {
-        RealClock { origin: Instant::now() }
+        RealClock {
+            origin: Instant::now(),
+        }
     }
 }
 
@@ -59,12 +61,16 @@ pub struct FakeClock {
 
 impl FakeClock {
     pub fn new(step: Seconds) -> FakeClock {
-        FakeClock { step_ns: (step * 1e9).round() as u64, t_ns: AtomicU64::new(0) }
+        FakeClock {
+            step_ns: (step * 1e9).round() as u64,
+            t_ns: AtomicU64::new(0),
+        }
     }
 
     /// Charges `dt` seconds of simulated work.
     pub fn advance(&self, dt: Seconds) {
-        self.t_ns.fetch_add((dt * 1e9).round() as u64, Ordering::Relaxed);
+        self.t_ns
+            .fetch_add((dt * 1e9).round() as u64, Ordering::Relaxed);
     }
 }
 
@@ -131,7 +137,12 @@ mod tests {
     #[test]
     fn sampling_stops_at_budget_but_not_before_min_repeats() {
         let clock = FakeClock::new(1.0);
-        let policy = Sampling { warmup: 2, min_repeats: 3, max_repeats: 50, budget: 0.5 };
+        let policy = Sampling {
+            warmup: 2,
+            min_repeats: 3,
+            max_repeats: 50,
+            budget: 0.5,
+        };
         let mut calls = 0;
         let samples = policy
             .collect(&clock, &mut || {
@@ -146,7 +157,12 @@ mod tests {
     #[test]
     fn sampling_stops_at_max_repeats() {
         let clock = FakeClock::new(0.0);
-        let policy = Sampling { warmup: 0, min_repeats: 1, max_repeats: 4, budget: 10.0 };
+        let policy = Sampling {
+            warmup: 0,
+            min_repeats: 1,
+            max_repeats: 4,
+            budget: 10.0,
+        };
         let samples = policy.collect(&clock, &mut || Ok(1.0)).unwrap();
         assert_eq!(samples, vec![1.0; 4]);
     }

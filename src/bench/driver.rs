@@ -13,7 +13,9 @@ use super::fidelity::{FidelitySize, Reference};
 use super::host;
 use super::measure::{Roofs, Rotation, RowSpec, Timer, row};
 use super::peaks::{self, PeakBudget};
-use super::report::{BenchReport, FidelityRow, Host, KernelCheck, MemoryUse, ModelInfo, Peak, ResultRow};
+use super::report::{
+    BenchReport, FidelityRow, Host, KernelCheck, MemoryUse, ModelInfo, Peak, ResultRow,
+};
 use super::request::{BenchRequest, Executor, ModelSpec, resolve_threads, usage};
 use super::verdict::{self, PlanInput, VerdictInput};
 use super::workload::{GROUP, Workload};
@@ -31,8 +33,16 @@ pub fn run(req: BenchRequest) -> anyhow::Result<Exit> {
     };
     let workload = Workload::from_model(&shape)?;
     let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let (threads, thread_note) = resolve_threads(req.threads, profile.cpu.usable_threads, host_cpus)?;
-    let ctx = Context { req: &req, profile: &profile, source, workload: &workload, threads, thread_note };
+    let (threads, thread_note) =
+        resolve_threads(req.threads, profile.cpu.usable_threads, host_cpus)?;
+    let ctx = Context {
+        req: &req,
+        profile: &profile,
+        source,
+        workload: &workload,
+        threads,
+        thread_note,
+    };
     match req.executor {
         Executor::Fake(slow) => {
             let clock = Arc::new(FakeClock::new(0.0));
@@ -58,7 +68,11 @@ fn load_profile(req: &BenchRequest) -> anyhow::Result<(Profile, String)> {
 }
 
 /// The plan for `profile` at `priority`, as the verdict needs it.
-fn plan_for(profile: &Profile, priority: crate::cli::Priority, source: &str) -> Result<PlanInput, String> {
+fn plan_for(
+    profile: &Profile,
+    priority: crate::cli::Priority,
+    source: &str,
+) -> Result<PlanInput, String> {
     super::planned_path(profile, priority).map(|name| PlanInput {
         name,
         priority: priority.as_str().to_string(),
@@ -83,23 +97,63 @@ fn gib(b: u64) -> String {
 fn policies(quick: bool) -> (Sampling, Sampling, Sampling) {
     if quick {
         (
-            Sampling { warmup: 1, min_repeats: 3, max_repeats: 5, budget: 0.3 },
-            Sampling { warmup: 1, min_repeats: 3, max_repeats: 5, budget: 0.4 },
-            Sampling { warmup: 1, min_repeats: 2, max_repeats: 3, budget: 0.3 },
+            Sampling {
+                warmup: 1,
+                min_repeats: 3,
+                max_repeats: 5,
+                budget: 0.3,
+            },
+            Sampling {
+                warmup: 1,
+                min_repeats: 3,
+                max_repeats: 5,
+                budget: 0.4,
+            },
+            Sampling {
+                warmup: 1,
+                min_repeats: 2,
+                max_repeats: 3,
+                budget: 0.3,
+            },
         )
     } else {
         (
-            Sampling { warmup: 1, min_repeats: 5, max_repeats: 10, budget: 1.0 },
-            Sampling { warmup: 1, min_repeats: 5, max_repeats: 15, budget: 1.5 },
-            Sampling { warmup: 1, min_repeats: 3, max_repeats: 7, budget: 1.5 },
+            Sampling {
+                warmup: 1,
+                min_repeats: 5,
+                max_repeats: 10,
+                budget: 1.0,
+            },
+            Sampling {
+                warmup: 1,
+                min_repeats: 5,
+                max_repeats: 15,
+                budget: 1.5,
+            },
+            Sampling {
+                warmup: 1,
+                min_repeats: 3,
+                max_repeats: 7,
+                budget: 1.5,
+            },
         )
     }
 }
 
 /// The verified kernels of `path` that serve `phase`, best rank first. The scalar
 /// reference is a contender only when nothing else serves the phase.
-fn candidates<'k>(kernels: &'k [KernelInfo], checks: &[KernelCheck], path: BenchPath, phase: Phase, forced: Option<&str>) -> Vec<&'k KernelInfo> {
-    let passed = |k: &KernelInfo| checks.iter().any(|c| c.name == k.name && c.status == "passed");
+fn candidates<'k>(
+    kernels: &'k [KernelInfo],
+    checks: &[KernelCheck],
+    path: BenchPath,
+    phase: Phase,
+    forced: Option<&str>,
+) -> Vec<&'k KernelInfo> {
+    let passed = |k: &KernelInfo| {
+        checks
+            .iter()
+            .any(|c| c.name == k.name && c.status == "passed")
+    };
     let mut found: Vec<&KernelInfo> = kernels
         .iter()
         .filter(|k| k.path == path && k.serves(phase) && passed(k))
@@ -113,7 +167,12 @@ fn candidates<'k>(kernels: &'k [KernelInfo], checks: &[KernelCheck], path: Bench
 }
 
 impl Context<'_> {
-    fn execute<B: Backend>(&self, backend: &B, clock: &dyn Clock, executor: &str) -> anyhow::Result<Exit> {
+    fn execute<B: Backend>(
+        &self,
+        backend: &B,
+        clock: &dyn Clock,
+        executor: &str,
+    ) -> anyhow::Result<Exit> {
         let req = self.req;
         let w = self.workload;
         let kernels = backend.kernels();
@@ -129,11 +188,15 @@ impl Context<'_> {
         // The plan, and the paths to run (the planned one always included).
         let plan = plan_for(self.profile, req.priority, &self.source);
         let mut notes: Vec<String> = self.thread_note.iter().cloned().collect();
-        let mut paths = if req.paths.is_empty() { BenchPath::ALL.to_vec() } else { req.paths.clone() };
-        if let Some(k) = forced {
-            if !paths.contains(&k.path) {
-                paths.push(k.path);
-            }
+        let mut paths = if req.paths.is_empty() {
+            BenchPath::ALL.to_vec()
+        } else {
+            req.paths.clone()
+        };
+        if let Some(k) = forced
+            && !paths.contains(&k.path)
+        {
+            paths.push(k.path);
         }
         if let Ok(p) = &plan {
             match verdict::bench_path_for(&p.name) {
@@ -142,7 +205,10 @@ impl Context<'_> {
                     paths.push(bp);
                 }
                 Some(_) => {}
-                None => notes.push(format!("the planned path {} has no bench path; measuring the CPU paths anyway", p.name)),
+                None => notes.push(format!(
+                    "the planned path {} has no bench path; measuring the CPU paths anyway",
+                    p.name
+                )),
             }
         }
         paths.sort();
@@ -155,14 +221,29 @@ impl Context<'_> {
             _ => bandwidth::buffer_bytes(l3),
         };
         let fsize = FidelitySize::for_run(w.vocab_size, req.quick);
-        let fid_bytes = 4 * (fsize.vocab * w.hidden_size + fsize.states * w.hidden_size + fsize.states * fsize.vocab) as u64 * 2;
-        let per_path: Vec<(BenchPath, u64)> =
-            paths.iter().map(|&p| (p, w.path_bytes(p, l3, req.quick, tokens) + fid_bytes)).collect();
-        let need = per_path.iter().map(|&(_, b)| b).max().unwrap_or(0).max(bw_bytes);
+        let fid_bytes = 4
+            * (fsize.vocab * w.hidden_size
+                + fsize.states * w.hidden_size
+                + fsize.states * fsize.vocab) as u64
+            * 2;
+        let per_path: Vec<(BenchPath, u64)> = paths
+            .iter()
+            .map(|&p| (p, w.path_bytes(p, l3, req.quick, tokens) + fid_bytes))
+            .collect();
+        let need = per_path
+            .iter()
+            .map(|&(_, b)| b)
+            .max()
+            .unwrap_or(0)
+            .max(bw_bytes);
         let budget = host::memory_budget(self.profile);
         if let Some(budget) = budget {
             if need > budget {
-                let (worst, bytes) = per_path.iter().max_by_key(|(_, b)| *b).copied().unwrap_or((BenchPath::Bf16, need));
+                let (worst, bytes) = per_path
+                    .iter()
+                    .max_by_key(|(_, b)| *b)
+                    .copied()
+                    .unwrap_or((BenchPath::Bf16, need));
                 return Err(Coded {
                     exit: Exit::DoesNotFit,
                     message: format!(
@@ -186,7 +267,8 @@ impl Context<'_> {
             .copied()
             .filter(|p| {
                 let mine: Vec<&KernelCheck> = checks.iter().filter(|c| c.path == *p).collect();
-                mine.iter().any(|c| c.status == "failed") && !mine.iter().any(|c| c.status == "passed")
+                mine.iter().any(|c| c.status == "failed")
+                    && !mine.iter().any(|c| c.status == "passed")
             })
             .collect();
 
@@ -200,17 +282,27 @@ impl Context<'_> {
         let peaks: Vec<Peak> = match executor {
             "fake" => peaks::UNITS
                 .iter()
-                .map(|&unit| Peak { unit, tmacs: None, skipped: Some("fake executor: not measured".into()) })
+                .map(|&unit| Peak {
+                    unit,
+                    tmacs: None,
+                    skipped: Some("fake executor: not measured".into()),
+                })
                 .collect(),
             _ => peaks::measure_all(
                 backend,
                 clock,
                 &amx,
-                PeakBudget { slice_s: if req.quick { 0.01 } else { 0.03 }, runs: 3 },
+                PeakBudget {
+                    slice_s: if req.quick { 0.01 } else { 0.03 },
+                    runs: 3,
+                },
             ),
         };
         let peak_of = |u: Unit| peaks.iter().find(|p| p.unit == u).and_then(|p| p.tmacs);
-        let roofs = Roofs { bandwidth_gbps: Some(bw.gbps), peak_tmacs: &peak_of };
+        let roofs = Roofs {
+            bandwidth_gbps: Some(bw.gbps),
+            peak_tmacs: &peak_of,
+        };
 
         let mut results: Vec<ResultRow> = Vec::new();
         let mut fidelity: Vec<FidelityRow> = Vec::new();
@@ -222,14 +314,19 @@ impl Context<'_> {
             let dec = candidates(&kernels, &checks, path, Phase::Decode, forced_here);
             let pre = candidates(&kernels, &checks, path, Phase::Prefill, forced_here);
             if dec.is_empty() && pre.is_empty() {
-                notes.push(format!("{path}: no kernel passed its check on this host; not timed"));
+                notes.push(format!(
+                    "{path}: no kernel passed its check on this host; not timed"
+                ));
                 progress.skip(3);
                 continue;
             }
             let plan_d = w.decode_plan(path, l3, req.quick);
             let pre_layers = w.prefill_layers(req.quick);
             let instances = plan_d.instances.max(pre_layers);
-            progress.stage(&format!("{path}: packing {} of weights", gib(plan_d.working_set_bytes)));
+            progress.stage(&format!(
+                "{path}: packing {} of weights",
+                gib(plan_d.working_set_bytes)
+            ));
             // W4A8 and W4A16 share a layout: keep the rotation rather than pack it twice.
             let rot = match cached.take() {
                 Some(r) if r.serves(path, instances) => r,
@@ -238,7 +335,12 @@ impl Context<'_> {
                     Rotation::build(backend, path, w, instances, 1)?
                 }
             };
-            let timer = Timer { backend, clock, workload: w, sampling: dec_policy };
+            let timer = Timer {
+                backend,
+                clock,
+                workload: w,
+                sampling: dec_policy,
+            };
             let layer_bytes = rot.layer_bytes(backend, 0);
             let head_bytes = backend.weight_bytes(&rot.head) as u64;
 
@@ -267,11 +369,16 @@ impl Context<'_> {
 
             // Prefill.
             progress.stage(&format!("{path}: prefill"));
-            let timer = Timer { sampling: pre_policy, ..timer };
+            let timer = Timer {
+                sampling: pre_policy,
+                ..timer
+            };
             let only_scalar = pre.iter().all(|k| k.unit == Unit::Scalar);
             let mut best: Option<ResultRow> = None;
             if pre.is_empty() {
-                notes.push(format!("{path}: no verified kernel serves prefill; not timed"));
+                notes.push(format!(
+                    "{path}: no verified kernel serves prefill; not timed"
+                ));
             } else if only_scalar && forced_name.is_none() {
                 notes.push(format!("{path}: only the scalar reference serves prefill here; not timed (minutes per step)"));
             } else {
@@ -323,7 +430,10 @@ impl Context<'_> {
             fidelity: &fidelity,
             failed_paths: &failed_paths,
             notes: if self.source != "live probe" {
-                vec![format!("the plan is for the profile {}; the measurements are this host's", self.source)]
+                vec![format!(
+                    "the plan is for the profile {}; the measurements are this host's",
+                    self.source
+                )]
             } else {
                 vec![]
             },
@@ -377,10 +487,16 @@ impl Context<'_> {
         print_stdout(&text)?;
         if let Some(path) = &req.save {
             save::save(self.profile, &report, path)?;
-            eprintln!("edgeplan: measurements saved into a copy of the profile at {}", path.display());
+            eprintln!(
+                "edgeplan: measurements saved into a copy of the profile at {}",
+                path.display()
+            );
         }
         if req.strict && report.verdict.status == verdict::Status::Contradicted {
-            eprintln!("edgeplan: bench --strict: the measurements contradict the plan: {}", report.verdict.reason);
+            eprintln!(
+                "edgeplan: bench --strict: the measurements contradict the plan: {}",
+                report.verdict.reason
+            );
             return Ok(Exit::CheckFailed);
         }
         Ok(Exit::Success)
@@ -421,15 +537,24 @@ impl Context<'_> {
 fn force<'k>(kernels: &'k [KernelInfo], name: &str) -> anyhow::Result<&'k KernelInfo> {
     let Some(k) = kernels.iter().find(|k| k.name == name) else {
         let names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
-        return Err(usage(format!("--kernel {name}: no such kernel; use one of {}", names.join(", "))));
+        return Err(usage(format!(
+            "--kernel {name}: no such kernel; use one of {}",
+            names.join(", ")
+        )));
     };
     if let Some(why) = &k.unavailable {
-        return Err(usage(format!("--kernel {name}: not available on this host: {why}")));
+        return Err(usage(format!(
+            "--kernel {name}: not available on this host: {why}"
+        )));
     }
     Ok(k)
 }
 
-fn check_kernels<B: Backend>(backend: &B, kernels: &[KernelInfo], paths: &[BenchPath]) -> Vec<KernelCheck> {
+fn check_kernels<B: Backend>(
+    backend: &B,
+    kernels: &[KernelInfo],
+    paths: &[BenchPath],
+) -> Vec<KernelCheck> {
     kernels
         .iter()
         .map(|k| {
@@ -465,7 +590,9 @@ fn kernel_list(kernels: &[KernelInfo], json: bool) -> anyhow::Result<String> {
         return Ok(t);
     }
     let mut table = comfy_table::Table::new();
-    table.load_style(comfy_table::presets::ASCII_MARKDOWN).set_header(vec!["kernel", "path", "phases", "unit", "on this host"]);
+    table
+        .load_style(comfy_table::presets::ASCII_MARKDOWN)
+        .set_header(vec!["kernel", "path", "phases", "unit", "on this host"]);
     for k in kernels {
         let phases: Vec<&str> = k.phases.iter().map(|p| p.as_str()).collect();
         table.add_row(vec![
@@ -473,7 +600,9 @@ fn kernel_list(kernels: &[KernelInfo], json: bool) -> anyhow::Result<String> {
             k.path.to_string(),
             phases.join(", "),
             k.unit.as_str().to_string(),
-            k.unavailable.as_ref().map_or("available".to_string(), |w| format!("unavailable: {w}")),
+            k.unavailable
+                .as_ref()
+                .map_or("available".to_string(), |w| format!("unavailable: {w}")),
         ]);
     }
     Ok(format!("{table}\n"))
@@ -495,7 +624,9 @@ impl Progress {
             return Progress(ProgressBar::hidden());
         }
         let bar = ProgressBar::new(stages);
-        if let Ok(style) = ProgressStyle::with_template("bench [{bar:20}] {pos}/{len} {msg} ({elapsed})") {
+        if let Ok(style) =
+            ProgressStyle::with_template("bench [{bar:20}] {pos}/{len} {msg} ({elapsed})")
+        {
             bar.set_style(style.progress_chars("=> "));
         }
         Progress(bar)
@@ -520,11 +651,25 @@ mod tests {
     use super::*;
 
     fn k(name: &str, path: BenchPath, unit: Unit, rank: u32) -> KernelInfo {
-        KernelInfo { name: name.into(), path, phases: vec![Phase::Decode], unit, unavailable: None, rank }
+        KernelInfo {
+            name: name.into(),
+            path,
+            phases: vec![Phase::Decode],
+            unit,
+            unavailable: None,
+            rank,
+        }
     }
 
     fn passed(name: &str, path: BenchPath) -> KernelCheck {
-        KernelCheck { name: name.into(), path, phases: vec![], unit: Unit::Scalar, status: "passed".into(), detail: None }
+        KernelCheck {
+            name: name.into(),
+            path,
+            phases: vec![],
+            unit: Unit::Scalar,
+            status: "passed".into(),
+            detail: None,
+        }
     }
 
     #[test]
@@ -534,11 +679,24 @@ mod tests {
             k("w4a8-avx2", BenchPath::W4a8, Unit::Avx2Int8, 2),
             k("w4a8-vnni", BenchPath::W4a8, Unit::Avx512Vnni, 1),
         ];
-        let checks = [passed("w4a8-scalar", BenchPath::W4a8), passed("w4a8-avx2", BenchPath::W4a8)];
+        let checks = [
+            passed("w4a8-scalar", BenchPath::W4a8),
+            passed("w4a8-avx2", BenchPath::W4a8),
+        ];
         let c = candidates(&ks, &checks, BenchPath::W4a8, Phase::Decode, None);
         let names: Vec<&str> = c.iter().map(|k| k.name.as_str()).collect();
-        assert_eq!(names, vec!["w4a8-avx2"], "unchecked vnni and scalar are out");
-        let c = candidates(&ks, &checks, BenchPath::W4a8, Phase::Decode, Some("w4a8-scalar"));
+        assert_eq!(
+            names,
+            vec!["w4a8-avx2"],
+            "unchecked vnni and scalar are out"
+        );
+        let c = candidates(
+            &ks,
+            &checks,
+            BenchPath::W4a8,
+            Phase::Decode,
+            Some("w4a8-scalar"),
+        );
         assert_eq!(c.len(), 1);
         assert!(candidates(&ks, &checks, BenchPath::W4a8, Phase::Prefill, None).is_empty());
     }

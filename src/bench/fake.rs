@@ -23,7 +23,9 @@ pub struct ScopedPool {
 
 impl ScopedPool {
     pub fn new(workers: usize) -> ScopedPool {
-        ScopedPool { workers: workers.max(1) }
+        ScopedPool {
+            workers: workers.max(1),
+        }
     }
 }
 
@@ -74,7 +76,11 @@ pub struct FakeBackend {
 
 impl FakeBackend {
     pub fn new(workers: usize, clock: Arc<FakeClock>) -> FakeBackend {
-        FakeBackend { pool: ScopedPool::new(workers), clock, slow: None }
+        FakeBackend {
+            pool: ScopedPool::new(workers),
+            clock,
+            slow: None,
+        }
     }
 
     /// Makes `path` four times slower than its default simulated speed.
@@ -106,7 +112,11 @@ fn kernel(name: &str, path: BenchPath, rank: u32) -> KernelInfo {
         phases: vec![Phase::Decode, Phase::Prefill],
         // What the simulated speeds stand for (not the scalar reference, which bench
         // keeps out of prefill).
-        unit: if path == BenchPath::W4a8 { Unit::Avx2Int8 } else { Unit::Avx2Fma },
+        unit: if path == BenchPath::W4a8 {
+            Unit::Avx2Int8
+        } else {
+            Unit::Avx2Fma
+        },
         unavailable: None,
         rank,
     }
@@ -122,14 +132,22 @@ fn bf16_round(x: f32) -> f32 {
 fn int4_round_trip(w: &[f32], scheme: Scheme) -> Vec<f32> {
     let mut out = Vec::with_capacity(w.len());
     for g in w.chunks(GROUP) {
-        let (lo, hi) = g.iter().fold((f32::MAX, f32::MIN), |(a, b), &v| (a.min(v), b.max(v)));
+        let (lo, hi) = g
+            .iter()
+            .fold((f32::MAX, f32::MIN), |(a, b), &v| (a.min(v), b.max(v)));
         let (scale, zero) = match scheme {
             Scheme::Symmetric => (lo.abs().max(hi.abs()) / 7.5, 8.0),
-            Scheme::Asymmetric => ((hi - lo) / 15.0, -lo / ((hi - lo) / 15.0).max(f32::MIN_POSITIVE)),
+            Scheme::Asymmetric => (
+                (hi - lo) / 15.0,
+                -lo / ((hi - lo) / 15.0).max(f32::MIN_POSITIVE),
+            ),
         };
         let scale = if scale > 0.0 { bf16_round(scale) } else { 1.0 };
         let zero = bf16_round(zero);
-        out.extend(g.iter().map(|&v| ((v / scale + zero).round().clamp(0.0, 15.0) - zero) * scale));
+        out.extend(
+            g.iter()
+                .map(|&v| ((v / scale + zero).round().clamp(0.0, 15.0) - zero) * scale),
+        );
     }
     out
 }
@@ -171,25 +189,64 @@ impl Backend for FakeBackend {
         }
     }
 
-    fn pack(&self, path: BenchPath, w: &[f32], n: usize, k: usize, scheme: Scheme) -> anyhow::Result<FakeWeights> {
-        anyhow::ensure!(w.len() == n * k && k % GROUP == 0, "fake pack: bad shape {n}x{k}");
+    fn pack(
+        &self,
+        path: BenchPath,
+        w: &[f32],
+        n: usize,
+        k: usize,
+        scheme: Scheme,
+    ) -> anyhow::Result<FakeWeights> {
+        anyhow::ensure!(
+            w.len() == n * k && k.is_multiple_of(GROUP),
+            "fake pack: bad shape {n}x{k}"
+        );
         let dequant = match path {
             BenchPath::Bf16 => w.iter().map(|&v| bf16_round(v)).collect(),
-            _ => w.chunks(k).flat_map(|row| int4_round_trip(row, scheme)).collect(),
+            _ => w
+                .chunks(k)
+                .flat_map(|row| int4_round_trip(row, scheme))
+                .collect(),
         };
-        Ok(FakeWeights { path, n, k, dequant: Some(dequant) })
+        Ok(FakeWeights {
+            path,
+            n,
+            k,
+            dequant: Some(dequant),
+        })
     }
 
-    fn synthetic(&self, path: BenchPath, n: usize, k: usize, _seed: u64) -> anyhow::Result<FakeWeights> {
-        Ok(FakeWeights { path, n, k, dequant: None })
+    fn synthetic(
+        &self,
+        path: BenchPath,
+        n: usize,
+        k: usize,
+        _seed: u64,
+    ) -> anyhow::Result<FakeWeights> {
+        Ok(FakeWeights {
+            path,
+            n,
+            k,
+            dequant: None,
+        })
     }
 
     fn duplicate(&self, w: &FakeWeights) -> FakeWeights {
-        FakeWeights { path: w.path, n: w.n, k: w.k, dequant: w.dequant.clone() }
+        FakeWeights {
+            path: w.path,
+            n: w.n,
+            k: w.k,
+            dequant: w.dequant.clone(),
+        }
     }
 
     fn weight_bytes(&self, w: &FakeWeights) -> usize {
-        super::workload::Gemm { name: String::new(), n: w.n, k: w.k }.bytes(w.path) as usize
+        super::workload::Gemm {
+            name: String::new(),
+            n: w.n,
+            k: w.k,
+        }
+        .bytes(w.path) as usize
     }
 
     fn input(&self, path: BenchPath, x: &[f32], m: usize, k: usize) -> anyhow::Result<FakeInput> {
@@ -201,9 +258,23 @@ impl Backend for FakeBackend {
         Ok(FakeInput { m, k, x })
     }
 
-    fn gemm(&self, kernel: &KernelInfo, w: &FakeWeights, x: &FakeInput, out: &mut [f32]) -> anyhow::Result<()> {
-        anyhow::ensure!(x.k == w.k && out.len() >= x.m * w.n, "fake gemm: shapes disagree");
-        anyhow::ensure!(kernel.path.shares_layout(w.path), "fake gemm: {} weights given to {}", w.path, kernel.name);
+    fn gemm(
+        &self,
+        kernel: &KernelInfo,
+        w: &FakeWeights,
+        x: &FakeInput,
+        out: &mut [f32],
+    ) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            x.k == w.k && out.len() >= x.m * w.n,
+            "fake gemm: shapes disagree"
+        );
+        anyhow::ensure!(
+            kernel.path.shares_layout(w.path),
+            "fake gemm: {} weights given to {}",
+            w.path,
+            kernel.name
+        );
         let (mut bps, mut macs) = speed(kernel.path);
         if self.slow == Some(kernel.path) {
             bps /= 4.0;
@@ -254,7 +325,11 @@ mod tests {
             levels.sort();
             levels.dedup();
             assert!(levels.len() <= 16);
-            let err = w.iter().zip(&q).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+            let err = w
+                .iter()
+                .zip(&q)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f32::max);
             assert!(err < 0.1, "{scheme:?} {err}");
         }
     }

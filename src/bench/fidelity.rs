@@ -31,9 +31,17 @@ pub struct FidelitySize {
 impl FidelitySize {
     pub fn for_run(vocab: usize, quick: bool) -> FidelitySize {
         if quick {
-            FidelitySize { tokens: 8, vocab: vocab.min(2048), states: 128 }
+            FidelitySize {
+                tokens: 8,
+                vocab: vocab.min(2048),
+                states: 128,
+            }
         } else {
-            FidelitySize { tokens: 16, vocab: vocab.min(4096), states: 256 }
+            FidelitySize {
+                tokens: 16,
+                vocab: vocab.min(4096),
+                states: 256,
+            }
         }
     }
 }
@@ -52,8 +60,16 @@ pub struct Reference {
 }
 
 /// `y[m][n] = Σ_k x[m][k] · w[n][k]` in f32 with eight partial sums, rows split over the pool.
-pub fn matmul_f32(pool: &dyn Parallel, x: &[f32], w: &[f32], m: usize, n: usize, k: usize) -> Vec<f32> {
-    let out: Vec<std::sync::Mutex<Vec<f32>>> = (0..pool.workers()).map(|_| Default::default()).collect();
+pub fn matmul_f32(
+    pool: &dyn Parallel,
+    x: &[f32],
+    w: &[f32],
+    m: usize,
+    n: usize,
+    k: usize,
+) -> Vec<f32> {
+    let out: Vec<std::sync::Mutex<Vec<f32>>> =
+        (0..pool.workers()).map(|_| Default::default()).collect();
     pool.run(&|wk, nw| {
         let per = n.div_ceil(nw);
         let rows = (wk * per).min(n)..((wk + 1) * per).min(n);
@@ -68,7 +84,10 @@ pub fn matmul_f32(pool: &dyn Parallel, x: &[f32], w: &[f32], m: usize, n: usize,
             *slot = part;
         }
     });
-    let parts: Vec<Vec<f32>> = out.into_iter().map(|m| m.into_inner().unwrap_or_default()).collect();
+    let parts: Vec<Vec<f32>> = out
+        .into_iter()
+        .map(|m| m.into_inner().unwrap_or_default())
+        .collect();
     let per = n.div_ceil(pool.workers());
     let mut y = vec![0.0f32; m * n];
     for (wk, part) in parts.iter().enumerate() {
@@ -76,7 +95,8 @@ pub fn matmul_f32(pool: &dyn Parallel, x: &[f32], w: &[f32], m: usize, n: usize,
         let len = ((wk + 1) * per).min(n) - start;
         for mi in 0..m {
             if len > 0 {
-                y[mi * n + start..mi * n + start + len].copy_from_slice(&part[mi * len..(mi + 1) * len]);
+                y[mi * n + start..mi * n + start + len]
+                    .copy_from_slice(&part[mi * len..(mi + 1) * len]);
             }
         }
     }
@@ -86,10 +106,15 @@ pub fn matmul_f32(pool: &dyn Parallel, x: &[f32], w: &[f32], m: usize, n: usize,
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0.0f32; 8];
     let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
+    let tail: f32 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
     for (x, y) in ca.zip(cb) {
-        for i in 0..8 {
-            acc[i] += x[i] * y[i];
+        for ((a, &xi), &yi) in acc.iter_mut().zip(x).zip(y) {
+            *a += xi * yi;
         }
     }
     acc.iter().sum::<f32>() + tail
@@ -97,7 +122,12 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 
 fn argmax_rows(y: &[f32], n: usize) -> Vec<usize> {
     y.chunks(n)
-        .map(|row| row.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |(i, _)| i))
+        .map(|row| {
+            row.iter()
+                .enumerate()
+                .max_by(|a, b| a.1.total_cmp(b.1))
+                .map_or(0, |(i, _)| i)
+        })
         .collect()
 }
 
@@ -111,23 +141,51 @@ pub fn compare(y: &[f32], r: &[f32]) -> (f64, f64) {
         yy += a * a;
         yr += a * b;
     }
-    let rel = if rr > 0.0 { (diff / rr).sqrt() } else { diff.sqrt() };
-    let cos = if yy > 0.0 && rr > 0.0 { yr / (yy.sqrt() * rr.sqrt()) } else { 0.0 };
+    let rel = if rr > 0.0 {
+        (diff / rr).sqrt()
+    } else {
+        diff.sqrt()
+    };
+    let cos = if yy > 0.0 && rr > 0.0 {
+        yr / (yy.sqrt() * rr.sqrt())
+    } else {
+        0.0
+    };
     (rel, cos)
 }
 
 impl Reference {
-    pub fn new(pool: &dyn Parallel, layer: &Gemm, hidden: usize, size: FidelitySize, seed: u64) -> Reference {
+    pub fn new(
+        pool: &dyn Parallel,
+        layer: &Gemm,
+        hidden: usize,
+        size: FidelitySize,
+        seed: u64,
+    ) -> Reference {
         let mut rng = Rng::new(seed);
         let w = rng.normals(layer.n * layer.k, 0.02);
         let x = rng.normals(size.tokens * layer.k, 1.0);
         let y = matmul_f32(pool, &x, &w, size.tokens, layer.n, layer.k);
-        let head = Gemm { name: "lm_head".into(), n: size.vocab, k: hidden };
+        let head = Gemm {
+            name: "lm_head".into(),
+            n: size.vocab,
+            k: hidden,
+        };
         let head_w = rng.normals(head.n * head.k, 0.02);
         let states = rng.normals(size.states * hidden, 1.0);
         let logits = matmul_f32(pool, &states, &head_w, size.states, head.n, head.k);
         let argmax = argmax_rows(&logits, head.n);
-        Reference { layer: layer.clone(), w, x, y, head, head_w, states, argmax, size }
+        Reference {
+            layer: layer.clone(),
+            w,
+            x,
+            y,
+            head,
+            head_w,
+            states,
+            argmax,
+            size,
+        }
     }
 
     /// Runs `kernel` with `scheme`-quantized weights and returns the row.
@@ -138,14 +196,40 @@ impl Reference {
         kernel: &KernelInfo,
         scheme: Scheme,
     ) -> anyhow::Result<FidelityRow> {
-        let y = run(backend, path, kernel, scheme, &self.w, &self.x, &self.layer, self.size.tokens)?;
+        let y = run(
+            backend,
+            path,
+            kernel,
+            scheme,
+            &self.w,
+            &self.x,
+            &self.layer,
+            self.size.tokens,
+        )?;
         let (rel_error, cosine) = compare(&y, &self.y);
-        let logits = run(backend, path, kernel, scheme, &self.head_w, &self.states, &self.head, self.size.states)?;
+        let logits = run(
+            backend,
+            path,
+            kernel,
+            scheme,
+            &self.head_w,
+            &self.states,
+            &self.head,
+            self.size.states,
+        )?;
         let argmax = argmax_rows(&logits, self.head.n);
-        let agree = argmax.iter().zip(&self.argmax).filter(|(a, b)| a == b).count();
+        let agree = argmax
+            .iter()
+            .zip(&self.argmax)
+            .filter(|(a, b)| a == b)
+            .count();
         Ok(FidelityRow {
             path,
-            scheme: if path == BenchPath::Bf16 { "bf16".into() } else { scheme.as_str().into() },
+            scheme: if path == BenchPath::Bf16 {
+                "bf16".into()
+            } else {
+                scheme.as_str().into()
+            },
             kernel: kernel.name.clone(),
             rel_error,
             cosine,

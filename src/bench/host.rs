@@ -27,7 +27,11 @@ pub fn parse_cache_size(text: &str) -> Option<u64> {
 
 /// The L3 size in bytes and where it came from.
 pub fn l3_size() -> (u64, &'static str) {
-    if let Some(size) = std::fs::read_to_string(L3_SYSFS).ok().as_deref().and_then(parse_cache_size) {
+    if let Some(size) = std::fs::read_to_string(L3_SYSFS)
+        .ok()
+        .as_deref()
+        .and_then(parse_cache_size)
+    {
         return (size, "sysfs");
     }
     if let Some(size) = l3_from_cpuid() {
@@ -40,9 +44,13 @@ pub fn l3_size() -> (u64, &'static str) {
 fn l3_from_cpuid() -> Option<u64> {
     let cpuid = raw_cpuid::CpuId::new();
     let params = cpuid.get_cache_parameters()?;
-    params.filter(|c| c.level() == 3).map(|c| {
-        (c.associativity() * c.physical_line_partitions() * c.coherency_line_size() * c.sets()) as u64
-    }).max()
+    params
+        .filter(|c| c.level() == 3)
+        .map(|c| {
+            (c.associativity() * c.physical_line_partitions() * c.coherency_line_size() * c.sets())
+                as u64
+        })
+        .max()
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -67,7 +75,13 @@ pub fn peak_rss() -> Option<u64> {
 
 fn parse_vm_hwm(status: &str) -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.trim_start_matches("VmHWM:").trim().trim_end_matches("kB").trim().parse().ok()?;
+    let kb: u64 = line
+        .trim_start_matches("VmHWM:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
     Some(kb * 1024)
 }
 

@@ -85,7 +85,14 @@ impl Parallel for KernelsBackend {
 
 impl KernelsBackend {
     /// One correctness case: `m` x `n` x `k` against the scalar reference.
-    fn check_case(&self, kernel: &KernelInfo, m: usize, n: usize, k: usize, seed: u64) -> Result<(), String> {
+    fn check_case(
+        &self,
+        kernel: &KernelInfo,
+        m: usize,
+        n: usize,
+        k: usize,
+        seed: u64,
+    ) -> Result<(), String> {
         let mut rng = Rng::new(seed);
         let w = rng.normals(n * k, 0.05);
         let x = to_bf16_vec(&rng.normals(m * k, 1.0));
@@ -94,21 +101,25 @@ impl KernelsBackend {
         let r = ready(kernel).map_err(|e| e.to_string())?;
         let (want, tol) = match kernel.path {
             BenchPath::W4a8 | BenchPath::W4a16 => {
-                let q = weights::quantize(&w, n, k, weights::Scheme::Asymmetric).map_err(|e| e.to_string())?;
+                let q = weights::quantize(&w, n, k, weights::Scheme::Asymmetric)
+                    .map_err(|e| e.to_string())?;
                 let packed = PackedW4::pack(&q);
                 if kernel.path == BenchPath::W4a8 {
                     let a = QuantActs::quantize(rows).map_err(|e| e.to_string())?;
-                    r.w4a8(&self.pool, &packed, &a, &mut out).map_err(|e| e.to_string())?;
+                    r.w4a8(&self.pool, &packed, &a, &mut out)
+                        .map_err(|e| e.to_string())?;
                     (reference::w4a8(&q, &a), 1e-4)
                 } else {
-                    r.w4a16(&self.pool, &packed, rows, &mut out).map_err(|e| e.to_string())?;
+                    r.w4a16(&self.pool, &packed, rows, &mut out)
+                        .map_err(|e| e.to_string())?;
                     (reference::w4a16(&q, rows), 1e-2)
                 }
             }
             BenchPath::Bf16 => {
                 let wb = to_bf16_vec(&w);
                 let packed = PackedBf16::pack(&wb, n, k);
-                r.bf16(&self.pool, &packed, rows, &mut out).map_err(|e| e.to_string())?;
+                r.bf16(&self.pool, &packed, rows, &mut out)
+                    .map_err(|e| e.to_string())?;
                 (reference::bf16(&wb, n, rows), 1e-2)
             }
         };
@@ -119,7 +130,9 @@ impl KernelsBackend {
         if err.is_finite() && err <= tol {
             Ok(())
         } else {
-            Err(format!("relative error {err:.2e} vs the scalar reference on M={m} N={n} K={k} (tolerance {tol:.0e})"))
+            Err(format!(
+                "relative error {err:.2e} vs the scalar reference on M={m} N={n} K={k} (tolerance {tol:.0e})"
+            ))
         }
     }
 }
@@ -147,7 +160,8 @@ impl Backend for KernelsBackend {
                         })
                         .collect(),
                     unit: unit_for(path, v.isa),
-                    unavailable: (!missing.is_empty()).then(|| format!("missing {}", missing.join(", "))),
+                    unavailable: (!missing.is_empty())
+                        .then(|| format!("missing {}", missing.join(", "))),
                     rank: v.rank,
                 }
             })
@@ -168,11 +182,28 @@ impl Backend for KernelsBackend {
         Ok(())
     }
 
-    fn pack(&self, path: BenchPath, w: &[f32], n: usize, k: usize, scheme: Scheme) -> anyhow::Result<Packed> {
+    fn pack(
+        &self,
+        path: BenchPath,
+        w: &[f32],
+        n: usize,
+        k: usize,
+        scheme: Scheme,
+    ) -> anyhow::Result<Packed> {
         Ok(match path {
-            BenchPath::W4a8 | BenchPath::W4a16 => Packed::W4(PackedW4::pack(&weights::quantize(w, n, k, kscheme(scheme))?)),
+            BenchPath::W4a8 | BenchPath::W4a16 => Packed::W4(PackedW4::pack(&weights::quantize(
+                w,
+                n,
+                k,
+                kscheme(scheme),
+            )?)),
             BenchPath::Bf16 => {
-                anyhow::ensure!(w.len() == n * k, "bf16 weights hold {} values, {n}x{k} needs {}", w.len(), n * k);
+                anyhow::ensure!(
+                    w.len() == n * k,
+                    "bf16 weights hold {} values, {n}x{k} needs {}",
+                    w.len(),
+                    n * k
+                );
                 Packed::Bf16(PackedBf16::pack(&to_bf16_vec(w), n, k))
             }
         })
@@ -193,8 +224,16 @@ impl Backend for KernelsBackend {
                 }
                 let groups = n * k / weights::GROUP;
                 // Scales 2^-7 .. 2^-6 with random mantissas, zero point 8.
-                let scales = (0..groups).map(|_| Bf16(0x3C00 | (rng.next_u64() & 0x7F) as u16)).collect();
-                let q = QuantWeights { n, k, codes, scales, zeros: vec![Bf16::from_f32(8.0); groups] };
+                let scales = (0..groups)
+                    .map(|_| Bf16(0x3C00 | (rng.next_u64() & 0x7F) as u16))
+                    .collect();
+                let q = QuantWeights {
+                    n,
+                    k,
+                    codes,
+                    scales,
+                    zeros: vec![Bf16::from_f32(8.0); groups],
+                };
                 Packed::W4(PackedW4::pack(&q))
             }
             BenchPath::Bf16 => {
@@ -237,7 +276,13 @@ impl Backend for KernelsBackend {
         })
     }
 
-    fn gemm(&self, kernel: &KernelInfo, w: &Packed, x: &Acts, out: &mut [f32]) -> anyhow::Result<()> {
+    fn gemm(
+        &self,
+        kernel: &KernelInfo,
+        w: &Packed,
+        x: &Acts,
+        out: &mut [f32],
+    ) -> anyhow::Result<()> {
         let r = ready(kernel)?;
         match (kernel.path, w, x) {
             (BenchPath::W4a8, Packed::W4(w), Acts::Quant(a)) => r.w4a8(&self.pool, w, a, out)?,
@@ -247,7 +292,10 @@ impl Backend for KernelsBackend {
             (BenchPath::Bf16, Packed::Bf16(w), Acts::Bf16 { data, m, k }) => {
                 r.bf16(&self.pool, w, Bf16Rows::new(data, *m, *k)?, out)?
             }
-            (path, _, _) => anyhow::bail!("kernel {} ({path}) was given operands of another path", kernel.name),
+            (path, _, _) => anyhow::bail!(
+                "kernel {} ({path}) was given operands of another path",
+                kernel.name
+            ),
         }
         Ok(())
     }

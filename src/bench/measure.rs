@@ -51,7 +51,10 @@ impl<W> Rotation<W> {
     }
 
     pub fn layer_bytes<B: Backend<Weights = W>>(&self, backend: &B, instance: usize) -> u64 {
-        self.layers[instance].iter().map(|x| backend.weight_bytes(x) as u64).sum()
+        self.layers[instance]
+            .iter()
+            .map(|x| backend.weight_bytes(x) as u64)
+            .sum()
     }
 }
 
@@ -61,8 +64,19 @@ struct Inputs<I> {
 }
 
 impl<I> Inputs<I> {
-    fn new<B: Backend<Input = I>>(backend: &B, path: BenchPath, w: &Workload, m: usize, seed: u64) -> anyhow::Result<Self> {
-        let mut ks: Vec<usize> = w.per_layer.iter().map(|g| g.k).chain([w.lm_head.k]).collect();
+    fn new<B: Backend<Input = I>>(
+        backend: &B,
+        path: BenchPath,
+        w: &Workload,
+        m: usize,
+        seed: u64,
+    ) -> anyhow::Result<Self> {
+        let mut ks: Vec<usize> = w
+            .per_layer
+            .iter()
+            .map(|g| g.k)
+            .chain([w.lm_head.k])
+            .collect();
         ks.sort_unstable();
         ks.dedup();
         let mut rng = Rng::new(seed);
@@ -106,19 +120,44 @@ pub struct Timer<'a, B: Backend> {
 impl<B: Backend> Timer<'_, B> {
     /// Decode step samples (seconds): every instance once, then the lm_head; the layers'
     /// time scaled to the model's layer count.
-    pub fn decode(&self, kernel: &KernelInfo, rot: &Rotation<B::Weights>, plan: DecodePlan) -> anyhow::Result<Vec<Seconds>> {
+    pub fn decode(
+        &self,
+        kernel: &KernelInfo,
+        rot: &Rotation<B::Weights>,
+        plan: DecodePlan,
+    ) -> anyhow::Result<Vec<Seconds>> {
         let w = self.workload;
         let inputs = Inputs::new(self.backend, kernel.path, w, 1, 11)?;
-        let widest = w.per_layer.iter().map(|g| g.n).chain([w.lm_head.n]).max().unwrap_or(0);
+        let widest = w
+            .per_layer
+            .iter()
+            .map(|g| g.n)
+            .chain([w.lm_head.n])
+            .max()
+            .unwrap_or(0);
         let mut out = vec![0.0f32; widest];
         self.sampling.collect(self.clock, &mut || {
             let mut layers = 0.0;
             for inst in &rot.layers {
                 for (g, wt) in w.per_layer.iter().zip(inst) {
-                    layers += timed_gemm(self.backend, self.clock, kernel, wt, inputs.get(g.k)?, &mut out[..g.n])?;
+                    layers += timed_gemm(
+                        self.backend,
+                        self.clock,
+                        kernel,
+                        wt,
+                        inputs.get(g.k)?,
+                        &mut out[..g.n],
+                    )?;
                 }
             }
-            let head = timed_gemm(self.backend, self.clock, kernel, &rot.head, inputs.get(w.lm_head.k)?, &mut out[..w.lm_head.n])?;
+            let head = timed_gemm(
+                self.backend,
+                self.clock,
+                kernel,
+                &rot.head,
+                inputs.get(w.lm_head.k)?,
+                &mut out[..w.lm_head.n],
+            )?;
             Ok(layers * plan.scale + head)
         })
     }
@@ -142,7 +181,14 @@ impl<B: Backend> Timer<'_, B> {
             let mut t = 0.0;
             for inst in &rot.layers[..layers] {
                 for (g, wt) in w.per_layer.iter().zip(inst) {
-                    t += timed_gemm(self.backend, self.clock, kernel, wt, inputs.get(g.k)?, &mut out[..g.n * tokens])?;
+                    t += timed_gemm(
+                        self.backend,
+                        self.clock,
+                        kernel,
+                        wt,
+                        inputs.get(g.k)?,
+                        &mut out[..g.n * tokens],
+                    )?;
                 }
             }
             Ok(t * scale)
@@ -171,16 +217,22 @@ pub struct RowSpec<'a> {
 
 /// Turns step samples into a report row.
 pub fn row(spec: RowSpec<'_>, samples: &[Seconds], roofs: &Roofs<'_>) -> anyhow::Result<ResultRow> {
-    let s = Summary::of(samples).ok_or_else(|| anyhow::anyhow!("no samples for {} {}", spec.path, spec.phase.as_str()))?;
+    let s = Summary::of(samples)
+        .ok_or_else(|| anyhow::anyhow!("no samples for {} {}", spec.path, spec.phase.as_str()))?;
     let step = s.median.max(1e-12);
     let ms = s.scaled(1e3);
     let weight_gbps = spec.weight_bytes as f64 / step / 1e9;
     let tmacs = spec.macs as f64 / step / 1e12;
     let bandwidth_pct = match spec.phase {
-        Phase::Decode => roofs.bandwidth_gbps.filter(|b| *b > 0.0).map(|b| weight_gbps / b * 100.0),
+        Phase::Decode => roofs
+            .bandwidth_gbps
+            .filter(|b| *b > 0.0)
+            .map(|b| weight_gbps / b * 100.0),
         Phase::Prefill => None,
     };
-    let peak_pct = (roofs.peak_tmacs)(spec.kernel.unit).filter(|p| *p > 0.0).map(|p| tmacs / p * 100.0);
+    let peak_pct = (roofs.peak_tmacs)(spec.kernel.unit)
+        .filter(|p| *p > 0.0)
+        .map(|p| tmacs / p * 100.0);
     Ok(ResultRow {
         path: spec.path,
         phase: spec.phase,
@@ -214,7 +266,11 @@ mod tests {
     use std::sync::Arc;
 
     fn tiny() -> Workload {
-        let g = |name: &str, n, k| Gemm { name: name.into(), n, k };
+        let g = |name: &str, n, k| Gemm {
+            name: name.into(),
+            n,
+            k,
+        };
         Workload {
             model: "tiny".into(),
             layers: 4,
@@ -231,15 +287,28 @@ mod tests {
         let clock = Arc::new(FakeClock::new(0.0));
         let b = FakeBackend::new(1, clock.clone());
         let w = tiny();
-        let kernel = b.kernels().into_iter().find(|k| k.name == "w4a8-fake").unwrap();
-        let plan = DecodePlan { instances: 2, scale: 2.0, working_set_bytes: 0 };
+        let kernel = b
+            .kernels()
+            .into_iter()
+            .find(|k| k.name == "w4a8-fake")
+            .unwrap();
+        let plan = DecodePlan {
+            instances: 2,
+            scale: 2.0,
+            working_set_bytes: 0,
+        };
         let rot = Rotation::build(&b, BenchPath::W4a8, &w, 2, 1).unwrap();
         assert_eq!(rot.layers.len(), 2);
         let timer = Timer {
             backend: &b,
             clock: clock.as_ref(),
             workload: &w,
-            sampling: Sampling { warmup: 1, min_repeats: 3, max_repeats: 3, budget: 0.0 },
+            sampling: Sampling {
+                warmup: 1,
+                min_repeats: 3,
+                max_repeats: 3,
+                budget: 0.0,
+            },
         };
         let samples = timer.decode(&kernel, &rot, plan).unwrap();
         assert_eq!(samples.len(), 3);
@@ -247,7 +316,11 @@ mod tests {
         let cost = |g: &Gemm| g.bytes(BenchPath::W4a8) as f64 / 20e9 + g.params() as f64 / 400e9;
         let layer: f64 = w.per_layer.iter().map(cost).sum();
         let expect = 4.0 * layer + cost(&w.lm_head);
-        assert!((samples[0] - expect).abs() < 1e-8, "{} vs {expect}", samples[0]);
+        assert!(
+            (samples[0] - expect).abs() < 1e-8,
+            "{} vs {expect}",
+            samples[0]
+        );
         let _ = Scheme::Symmetric;
     }
 
@@ -262,7 +335,10 @@ mod tests {
             rank: 0,
         };
         let peak = |u: Unit| (u == Unit::Avx2Int8).then_some(1.0);
-        let roofs = Roofs { bandwidth_gbps: Some(20.0), peak_tmacs: &peak };
+        let roofs = Roofs {
+            bandwidth_gbps: Some(20.0),
+            peak_tmacs: &peak,
+        };
         let spec = RowSpec {
             path: BenchPath::W4a8,
             phase: Phase::Decode,

@@ -36,7 +36,10 @@ use crate::error::Exit;
 pub use save::{MeasuredSummary, measured_summary};
 
 /// The planned path name for `profile` at `priority`, from the built-in catalog.
-fn planned_path(profile: &crate::profile::Profile, priority: crate::cli::Priority) -> Result<String, String> {
+fn planned_path(
+    profile: &crate::profile::Profile,
+    priority: crate::cli::Priority,
+) -> Result<String, String> {
     let catalog = crate::plan::Catalog::builtin();
     Ok(crate::plan::decide(profile, priority, &catalog).path.name)
 }

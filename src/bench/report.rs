@@ -158,7 +158,13 @@ pub struct FidelityRow {
 }
 
 fn fmt_ms(ms: f64) -> String {
-    if ms >= 100.0 { format!("{ms:.0}") } else if ms >= 1.0 { format!("{ms:.2}") } else { format!("{ms:.3}") }
+    if ms >= 100.0 {
+        format!("{ms:.0}")
+    } else if ms >= 1.0 {
+        format!("{ms:.2}")
+    } else {
+        format!("{ms:.3}")
+    }
 }
 
 fn fmt_opt_pct(p: Option<f64>) -> String {
@@ -168,7 +174,11 @@ fn fmt_opt_pct(p: Option<f64>) -> String {
 /// Bytes in MiB below a GiB, else GiB with two decimals.
 pub fn fmt_bytes(b: u64) -> String {
     let mib = b as f64 / (1024.0 * 1024.0);
-    if mib >= 1024.0 { format!("{:.2} GiB", mib / 1024.0) } else { format!("{mib:.0} MiB") }
+    if mib >= 1024.0 {
+        format!("{:.2} GiB", mib / 1024.0)
+    } else {
+        format!("{mib:.0} MiB")
+    }
 }
 
 impl BenchReport {
@@ -179,7 +189,13 @@ impl BenchReport {
             .bandwidth
             .as_ref()
             .map_or("not measured".to_string(), |b| {
-                format!("{:.1} GB/s (min {:.1}, max {:.1}; {} buffer)", b.gbps, b.gbps_min, b.gbps_max, fmt_bytes(b.buffer_bytes))
+                format!(
+                    "{:.1} GB/s (min {:.1}, max {:.1}; {} buffer)",
+                    b.gbps,
+                    b.gbps_min,
+                    b.gbps_max,
+                    fmt_bytes(b.buffer_bytes)
+                )
             });
         let _ = writeln!(
             out,
@@ -192,7 +208,11 @@ impl BenchReport {
             self.host.l3_source
         );
         if self.executor != "real" {
-            let _ = writeln!(out, "executor: {} (figures are NOT measurements)", self.executor);
+            let _ = writeln!(
+                out,
+                "executor: {} (figures are NOT measurements)",
+                self.executor
+            );
         }
         let _ = writeln!(out, "memory read bandwidth: {bw}");
         let peaks: Vec<String> = self
@@ -209,15 +229,19 @@ impl BenchReport {
             out,
             "memory: planned peak {}, resident peak {}, budget {}",
             fmt_bytes(self.memory.planned_peak_bytes),
-            self.memory.rss_peak_bytes.map_or("unknown".to_string(), fmt_bytes),
-            self.memory.budget_bytes.map_or("an unknown budget".to_string(), fmt_bytes)
+            self.memory
+                .rss_peak_bytes
+                .map_or("unknown".to_string(), fmt_bytes),
+            self.memory
+                .budget_bytes
+                .map_or("an unknown budget".to_string(), fmt_bytes)
         );
         out.push('\n');
 
         let mut table = Table::new();
         table.load_style(ASCII_MARKDOWN).set_header(vec![
-            "path", "phase", "tokens", "kernel", "ms/step", "min-max", "tok/s", "GB/s", "% bw", "TMAC/s",
-            "% peak", "layers",
+            "path", "phase", "tokens", "kernel", "ms/step", "min-max", "tok/s", "GB/s", "% bw",
+            "TMAC/s", "% peak", "layers",
         ]);
         for r in &self.results {
             table.add_row(vec![
@@ -240,7 +264,13 @@ impl BenchReport {
         if !self.fidelity.is_empty() {
             let mut table = Table::new();
             table.load_style(ASCII_MARKDOWN).set_header(vec![
-                "path", "scheme", "kernel", "rel error", "cosine", "top-1 agreement", "layer",
+                "path",
+                "scheme",
+                "kernel",
+                "rel error",
+                "cosine",
+                "top-1 agreement",
+                "layer",
             ]);
             for f in &self.fidelity {
                 table.add_row(vec![
@@ -249,15 +279,23 @@ impl BenchReport {
                     f.kernel.clone(),
                     format!("{:.4}", f.rel_error),
                     format!("{:.5}", f.cosine),
-                    format!("{:.1}% of {} (vocab {})", f.top1_agreement * 100.0, f.top1_states, f.top1_vocab),
+                    format!(
+                        "{:.1}% of {} (vocab {})",
+                        f.top1_agreement * 100.0,
+                        f.top1_states,
+                        f.top1_vocab
+                    ),
                     f.layer.clone(),
                 ]);
             }
             let _ = writeln!(out, "{table}\n");
         }
 
-        let problems: Vec<&KernelCheck> =
-            self.kernels.iter().filter(|k| k.status == "failed").collect();
+        let problems: Vec<&KernelCheck> = self
+            .kernels
+            .iter()
+            .filter(|k| k.status == "failed")
+            .collect();
         for k in problems {
             let _ = writeln!(
                 out,

@@ -50,7 +50,11 @@ pub enum ModelSpec {
 
 /// A usage error (exit 2) with the given line.
 pub fn usage(message: impl Into<String>) -> anyhow::Error {
-    Coded { exit: Exit::Usage, message: message.into() }.into()
+    Coded {
+        exit: Exit::Usage,
+        message: message.into(),
+    }
+    .into()
 }
 
 impl BenchRequest {
@@ -61,7 +65,9 @@ impl BenchRequest {
                 continue;
             }
             let path = BenchPath::parse(p).ok_or_else(|| {
-                usage(format!("--paths: unknown path {p:?}; use w4a8, w4a16 or bf16 (comma-separated)"))
+                usage(format!(
+                    "--paths: unknown path {p:?}; use w4a8, w4a16 or bf16 (comma-separated)"
+                ))
             })?;
             if !paths.contains(&path) {
                 paths.push(path);
@@ -81,7 +87,11 @@ impl BenchRequest {
             Ok("real") | Ok("") | Err(_) => Executor::Real,
             Ok(other) => match other.strip_prefix("fake-slow-").and_then(BenchPath::parse) {
                 Some(path) => Executor::Fake(Some(path)),
-                None => return Err(usage(format!("{EXECUTOR_ENV}={other}: use real, fake or fake-slow-PATH"))),
+                None => {
+                    return Err(usage(format!(
+                        "{EXECUTOR_ENV}={other}: use real, fake or fake-slow-PATH"
+                    )));
+                }
             },
         };
         Ok(BenchRequest {
@@ -108,7 +118,11 @@ impl BenchRequest {
 /// The thread count to use: `--threads` checked against this host's logical CPUs, else
 /// the profile's usable threads capped to this host. Returns the count and a note when
 /// the profile's figure had to be capped.
-pub fn resolve_threads(asked: Option<usize>, profile_usable: Option<u32>, host_cpus: usize) -> anyhow::Result<(usize, Option<String>)> {
+pub fn resolve_threads(
+    asked: Option<usize>,
+    profile_usable: Option<u32>,
+    host_cpus: usize,
+) -> anyhow::Result<(usize, Option<String>)> {
     let host_cpus = host_cpus.max(1);
     match asked {
         Some(0) => Err(usage("--threads 0: at least one thread is needed")),
@@ -119,7 +133,9 @@ pub fn resolve_threads(asked: Option<usize>, profile_usable: Option<u32>, host_c
         None => match profile_usable.map(|u| u as usize).filter(|&u| u > 0) {
             Some(u) if u > host_cpus => Ok((
                 host_cpus,
-                Some(format!("the profile allows {u} threads but this host has {host_cpus} logical CPUs: using {host_cpus}")),
+                Some(format!(
+                    "the profile allows {u} threads but this host has {host_cpus} logical CPUs: using {host_cpus}"
+                )),
             )),
             Some(u) => Ok((u, None)),
             None => Ok((host_cpus, None)),
@@ -147,7 +163,10 @@ mod tests {
         for bad in [0, 3, 1000] {
             let err = resolve_threads(Some(bad), Some(2), 2).unwrap_err();
             assert_eq!(exit_for(&err), Exit::Usage);
-            assert!(err.to_string().starts_with(&format!("--threads {bad}")), "{err}");
+            assert!(
+                err.to_string().starts_with(&format!("--threads {bad}")),
+                "{err}"
+            );
         }
     }
 }

@@ -71,11 +71,13 @@ impl MeasuredSummary {
             "measured on this device ({}, {} threads, {} GB/s read)",
             self.model.as_deref().unwrap_or("unknown model"),
             self.threads.map_or("?".into(), |t| t.to_string()),
-            self.memory_bandwidth_gbps.map_or("?".into(), |b| format!("{b:.1}"))
+            self.memory_bandwidth_gbps
+                .map_or("?".into(), |b| format!("{b:.1}"))
         );
         out.push(head);
         for p in &self.paths {
-            let num = |v: Option<f64>, digits: usize| v.map_or("-".into(), |v| format!("{v:.digits$}"));
+            let num =
+                |v: Option<f64>, digits: usize| v.map_or("-".into(), |v| format!("{v:.digits$}"));
             out.push(format!(
                 "{}: decode {} tok/s ({} ms/step, {}), prefill {} tok/s, rel error {}",
                 p.path,
@@ -99,13 +101,19 @@ pub fn measured_summary(profile: &Profile) -> Option<MeasuredSummary> {
     let f = |v: &Value, key: &str| v.get(key).and_then(Value::as_f64);
     let s = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_owned);
     let results = bench.get("results")?.as_array()?;
-    let fidelity = bench.get("fidelity").and_then(Value::as_array).cloned().unwrap_or_default();
+    let fidelity = bench
+        .get("fidelity")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let mut names: Vec<String> = results.iter().filter_map(|r| s(r, "path")).collect();
     names.dedup();
     names.sort();
     names.dedup();
     let find = |path: &str, phase: &str| {
-        results.iter().find(|r| s(r, "path").as_deref() == Some(path) && s(r, "phase").as_deref() == Some(phase))
+        results.iter().find(|r| {
+            s(r, "path").as_deref() == Some(path) && s(r, "phase").as_deref() == Some(phase)
+        })
     };
     let paths = names
         .iter()
@@ -133,7 +141,9 @@ pub fn measured_summary(profile: &Profile) -> Option<MeasuredSummary> {
         threads: bench.get("threads").and_then(Value::as_u64),
         memory_bandwidth_gbps: f(bench, "memory_bandwidth_gbps"),
         paths,
-        fastest_decode: verdict.and_then(|v| v.get("fastest")).and_then(|x| s(x, "decode")),
+        fastest_decode: verdict
+            .and_then(|v| v.get("fastest"))
+            .and_then(|x| s(x, "decode")),
         planned: verdict.and_then(|v| s(v, "planned")),
         verdict: verdict.and_then(|v| s(v, "status")),
     })
@@ -156,7 +166,10 @@ mod tests {
     #[test]
     fn no_measurements_no_summary() {
         assert_eq!(measured_summary(&profile_with(None)), None);
-        assert_eq!(measured_summary(&profile_with(Some(serde_json::json!({"other": 1})))), None);
+        assert_eq!(
+            measured_summary(&profile_with(Some(serde_json::json!({"other": 1})))),
+            None
+        );
     }
 
     #[test]
@@ -184,7 +197,12 @@ mod tests {
         assert_eq!(s.verdict.as_deref(), Some("confirmed"));
         let lines = s.lines();
         assert!(lines[0].contains("27.5 GB/s"), "{lines:?}");
-        assert!(lines.iter().any(|l| l.starts_with("w4a8: decode 20.0 tok/s")), "{lines:?}");
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("w4a8: decode 20.0 tok/s")),
+            "{lines:?}"
+        );
         assert!(s.for_plan_path("export-qnn-w8a16").is_none());
     }
 }

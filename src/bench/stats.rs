@@ -38,7 +38,11 @@ impl Summary {
 
     /// The MAD relative to the median (0 when the median is 0).
     pub fn relative_spread(&self) -> f64 {
-        if self.median > 0.0 { self.mad / self.median } else { 0.0 }
+        if self.median > 0.0 {
+            self.mad / self.median
+        } else {
+            0.0
+        }
     }
 
     /// Multiplies every figure by `factor` (unit changes, extrapolation).
@@ -64,7 +68,11 @@ pub fn median(values: &[f64]) -> Option<f64> {
 fn median_of(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     let mid = values.len() / 2;
-    if values.len() % 2 == 1 { values[mid] } else { (values[mid - 1] + values[mid]) / 2.0 }
+    if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    }
 }
 
 #[cfg(test)]
@@ -91,6 +99,9 @@ mod tests {
     #[test]
     fn scaling_keeps_the_count() {
         let s = Summary::of(&[1.0, 2.0, 3.0]).unwrap().scaled(1000.0);
-        assert_eq!((s.median, s.min, s.max, s.mad, s.n), (2000.0, 1000.0, 3000.0, 1000.0, 3));
+        assert_eq!(
+            (s.median, s.min, s.max, s.mad, s.n),
+            (2000.0, 1000.0, 3000.0, 1000.0, 3)
+        );
     }
 }

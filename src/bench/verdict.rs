@@ -129,7 +129,11 @@ pub fn tied_or_faster(a: &ResultRow, best: &ResultRow) -> bool {
 }
 
 fn gap_pct(a: &ResultRow, best: &ResultRow) -> f64 {
-    if best.step_ms > 0.0 { (a.step_ms / best.step_ms - 1.0) * 100.0 } else { 0.0 }
+    if best.step_ms > 0.0 {
+        (a.step_ms / best.step_ms - 1.0) * 100.0
+    } else {
+        0.0
+    }
 }
 
 /// What the verdict needs besides the rows: the plan, or why there is none, and the
@@ -190,7 +194,9 @@ pub fn decide(input: VerdictInput<'_>) -> Verdict {
     };
     v.planned_bench_path = Some(path);
     if plan.name.contains("amx")
-        && results.iter().any(|r| r.path == path && !r.kernel.contains("amx"))
+        && results
+            .iter()
+            .any(|r| r.path == path && !r.kernel.contains("amx"))
     {
         v.notes.push(format!(
             "{} names AMX, but this host measured {path} without AMX kernels: the figures describe this host's fallback, not the planned kernel",
@@ -218,7 +224,11 @@ pub fn decide(input: VerdictInput<'_>) -> Verdict {
     if plan.priority == "fidelity" {
         decide_fidelity(&mut v, path, input.fidelity);
     } else {
-        decide_speed(&mut v, path, [(Phase::Decode, pd, fd), (Phase::Prefill, pp, fp)]);
+        decide_speed(
+            &mut v,
+            path,
+            [(Phase::Decode, pd, fd), (Phase::Prefill, pp, fp)],
+        );
     }
     v.confirmed = v.status == Status::Confirmed;
     v
@@ -230,10 +240,15 @@ fn decide_speed(v: &mut Verdict, path: BenchPath, phases: [PhaseRows<'_>; 2]) {
     let mut won = Vec::new();
     let mut lost = Vec::new();
     for (phase, planned, best) in phases {
-        let (Some(p), Some(b)) = (planned, best) else { continue };
+        let (Some(p), Some(b)) = (planned, best) else {
+            continue;
+        };
         let name = phase.as_str();
         if b.path == path {
-            won.push(format!("{path} is the fastest {name} path ({} ms/step)", short(p.step_ms)));
+            won.push(format!(
+                "{path} is the fastest {name} path ({} ms/step)",
+                short(p.step_ms)
+            ));
             v.confirmed_in.push(phase);
         } else if tied_or_faster(p, b) {
             won.push(format!(
@@ -291,10 +306,15 @@ fn decide_fidelity(v: &mut Verdict, path: BenchPath, fidelity: &[FidelityRow]) {
         .collect();
     if better.is_empty() {
         v.status = Status::Confirmed;
-        let against: Vec<String> =
-            rivals.iter().map(|r| format!("{} {:.4}", r.path, r.rel_error)).collect();
+        let against: Vec<String> = rivals
+            .iter()
+            .map(|r| format!("{} {:.4}", r.path, r.rel_error))
+            .collect();
         v.reason = if against.is_empty() {
-            format!("{path} has no rival at its bit budget (rel error {:.4})", mine.rel_error)
+            format!(
+                "{path} has no rival at its bit budget (rel error {:.4})",
+                mine.rel_error
+            )
         } else {
             format!(
                 "{path} is the most faithful at its bit budget (rel error {:.4} vs {}; top-1 agreement {:.1}%)",
@@ -318,7 +338,11 @@ fn decide_fidelity(v: &mut Verdict, path: BenchPath, fidelity: &[FidelityRow]) {
 }
 
 fn short(ms: f64) -> String {
-    if ms >= 100.0 { format!("{ms:.0}") } else { format!("{ms:.2}") }
+    if ms >= 100.0 {
+        format!("{ms:.0}")
+    } else {
+        format!("{ms:.2}")
+    }
 }
 
 #[cfg(test)]
@@ -365,10 +389,18 @@ mod tests {
     }
 
     fn plan(name: &str, priority: &str) -> Result<PlanInput, String> {
-        Ok(PlanInput { name: name.into(), priority: priority.into(), source: "test".into() })
+        Ok(PlanInput {
+            name: name.into(),
+            priority: priority.into(),
+            source: "test".into(),
+        })
     }
 
-    fn decide_with(plan: Result<PlanInput, String>, results: &[ResultRow], fid: &[FidelityRow]) -> Verdict {
+    fn decide_with(
+        plan: Result<PlanInput, String>,
+        results: &[ResultRow],
+        fid: &[FidelityRow],
+    ) -> Verdict {
         decide(VerdictInput {
             priority: "speed".into(),
             plan,
@@ -410,7 +442,10 @@ mod tests {
     #[test]
     fn speed_plan_confirmed_when_tied_within_noise() {
         // 2 % slower: under the 3 % floor.
-        let rows = [r(W4a8, Decode, 51.0, 0.1, "a"), r(W4a16, Decode, 50.0, 0.1, "b")];
+        let rows = [
+            r(W4a8, Decode, 51.0, 0.1, "a"),
+            r(W4a16, Decode, 50.0, 0.1, "b"),
+        ];
         let v = decide_with(plan("w4a8-amx", "speed"), &rows, &[]);
         assert_eq!(v.status, Status::Confirmed);
         assert!(v.reason.contains("within noise"), "{}", v.reason);
@@ -419,10 +454,22 @@ mod tests {
     #[test]
     fn wide_spread_widens_the_tie() {
         // 10 % slower, but each path's MAD is 4 % of the step: 1.4826 * 4 = 5.9 ms of noise.
-        let rows = [r(W4a8, Decode, 55.0, 2.0, "a"), r(W4a16, Decode, 50.0, 2.0, "b")];
-        assert_eq!(decide_with(plan("w4a8-amx", "speed"), &rows, &[]).status, Status::Confirmed);
-        let quiet = [r(W4a8, Decode, 55.0, 0.1, "a"), r(W4a16, Decode, 50.0, 0.1, "b")];
-        assert_eq!(decide_with(plan("w4a8-amx", "speed"), &quiet, &[]).status, Status::Contradicted);
+        let rows = [
+            r(W4a8, Decode, 55.0, 2.0, "a"),
+            r(W4a16, Decode, 50.0, 2.0, "b"),
+        ];
+        assert_eq!(
+            decide_with(plan("w4a8-amx", "speed"), &rows, &[]).status,
+            Status::Confirmed
+        );
+        let quiet = [
+            r(W4a8, Decode, 55.0, 0.1, "a"),
+            r(W4a16, Decode, 50.0, 0.1, "b"),
+        ];
+        assert_eq!(
+            decide_with(plan("w4a8-amx", "speed"), &quiet, &[]).status,
+            Status::Contradicted
+        );
     }
 
     #[test]
@@ -436,7 +483,11 @@ mod tests {
         let v = decide_with(plan("w4a8-amx", "speed"), &rows, &[]);
         assert_eq!(v.status, Status::Confirmed);
         assert_eq!(v.confirmed_in, vec![Prefill]);
-        assert!(v.reason.contains("but w4a16 beats w4a8 in decode"), "{}", v.reason);
+        assert!(
+            v.reason.contains("but w4a16 beats w4a8 in decode"),
+            "{}",
+            v.reason
+        );
         assert!((v.decode_gap_pct.unwrap() - 20.0).abs() < 1e-9);
     }
 
@@ -451,8 +502,16 @@ mod tests {
         let v = decide_with(plan("w4a8-amx", "speed"), &rows, &[]);
         assert_eq!(v.status, Status::Contradicted);
         assert!(!v.confirmed);
-        assert!(v.reason.contains("w4a16 beats w4a8 in decode"), "{}", v.reason);
-        assert!(v.reason.contains("bf16 beats w4a8 in prefill"), "{}", v.reason);
+        assert!(
+            v.reason.contains("w4a16 beats w4a8 in decode"),
+            "{}",
+            v.reason
+        );
+        assert!(
+            v.reason.contains("bf16 beats w4a8 in prefill"),
+            "{}",
+            v.reason
+        );
         assert_eq!(v.fastest.prefill, Some(Bf16));
     }
 
@@ -494,7 +553,11 @@ mod tests {
         let rows = [r(W4a8, Decode, 50.0, 0.1, "w4a8-avx2")];
         let v = decide_with(plan("w4a8-amx", "speed"), &rows, &[]);
         assert_eq!(v.status, Status::Confirmed);
-        assert!(v.notes.iter().any(|n| n.contains("without AMX")), "{:?}", v.notes);
+        assert!(
+            v.notes.iter().any(|n| n.contains("without AMX")),
+            "{:?}",
+            v.notes
+        );
     }
 
     #[test]
@@ -510,17 +573,29 @@ mod tests {
         // bf16 stores more bits: it does not count against a 4-bit plan.
         let v = decide_with(plan("w4a16-tinygemm", "fidelity"), &rows, &fid);
         assert_eq!(v.status, Status::Confirmed, "{}", v.reason);
-        let v = decide_with(plan("w4a8-amx", "fidelity"), &[r(W4a8, Decode, 1.0, 0.0, "a")], &fid);
+        let v = decide_with(
+            plan("w4a8-amx", "fidelity"),
+            &[r(W4a8, Decode, 1.0, 0.0, "a")],
+            &fid,
+        );
         assert_eq!(v.status, Status::Contradicted);
         assert!(v.reason.contains("w4a16 0.0900"), "{}", v.reason);
-        let v = decide_with(plan("bf16", "fidelity"), &[r(Bf16, Decode, 1.0, 0.0, "c")], &fid);
+        let v = decide_with(
+            plan("bf16", "fidelity"),
+            &[r(Bf16, Decode, 1.0, 0.0, "c")],
+            &fid,
+        );
         assert_eq!(v.status, Status::Confirmed);
     }
 
     #[test]
     fn fidelity_tolerance_is_five_percent() {
         let fid = [f(W4a8, "symmetric", 0.104), f(W4a16, "symmetric", 0.100)];
-        let v = decide_with(plan("w4a8-amx", "fidelity"), &[r(W4a8, Decode, 1.0, 0.0, "a")], &fid);
+        let v = decide_with(
+            plan("w4a8-amx", "fidelity"),
+            &[r(W4a8, Decode, 1.0, 0.0, "a")],
+            &fid,
+        );
         assert_eq!(v.status, Status::Confirmed, "{}", v.reason);
     }
 }

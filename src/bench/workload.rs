@@ -70,10 +70,11 @@ pub struct DecodePlan {
 }
 
 fn to_usize(v: u64, field: &str, origin: &str) -> anyhow::Result<usize> {
-    usize::try_from(v)
-        .ok()
-        .filter(|&v| v > 0)
-        .ok_or_else(|| data_error(format!("{origin}: field \"{field}\" ({v}) must be a positive size")))
+    usize::try_from(v).ok().filter(|&v| v > 0).ok_or_else(|| {
+        data_error(format!(
+            "{origin}: field \"{field}\" ({v}) must be a positive size"
+        ))
+    })
 }
 
 impl Workload {
@@ -109,7 +110,7 @@ impl Workload {
     /// Refuses shapes the packed layout cannot hold, naming the config field.
     pub fn validate(&self) -> anyhow::Result<()> {
         for g in self.per_layer.iter().chain(std::iter::once(&self.lm_head)) {
-            if g.k % GROUP != 0 {
+            if !g.k.is_multiple_of(GROUP) {
                 let field = match g.name.as_str() {
                     "down_proj" => "intermediate_size",
                     "o_proj" => "num_attention_heads x head_dim",
@@ -154,7 +155,11 @@ impl Workload {
         let head = self.lm_head.bytes(path);
         let target = 2 * l3_bytes;
         let needed = target.saturating_sub(head).div_ceil(layer) as usize;
-        let base = if quick { self.layers.min(4) } else { self.layers };
+        let base = if quick {
+            self.layers.min(4)
+        } else {
+            self.layers
+        };
         let instances = base.max(needed).max(1);
         DecodePlan {
             instances,
@@ -174,9 +179,20 @@ impl Workload {
     /// (one byte per int4 code, two per bf16 weight), activations and outputs.
     pub fn path_bytes(&self, path: BenchPath, l3_bytes: u64, quick: bool, tokens: usize) -> u64 {
         let decode = self.decode_plan(path, l3_bytes, quick).working_set_bytes;
-        let largest = self.per_layer.iter().chain([&self.lm_head]).map(Gemm::params).max().unwrap_or(0);
+        let largest = self
+            .per_layer
+            .iter()
+            .chain([&self.lm_head])
+            .map(Gemm::params)
+            .max()
+            .unwrap_or(0);
         let staging = largest * if path == BenchPath::Bf16 { 2 } else { 1 };
-        let widest = self.per_layer.iter().map(|g| g.n.max(g.k)).max().unwrap_or(0) as u64;
+        let widest = self
+            .per_layer
+            .iter()
+            .map(|g| g.n.max(g.k))
+            .max()
+            .unwrap_or(0) as u64;
         let acts = tokens as u64 * widest * 4 * 3;
         decode + staging + acts
     }
@@ -188,7 +204,11 @@ pub(crate) mod tests {
 
     /// Qwen3-1.7B's shapes, written out so these tests do not depend on the presets.
     pub(crate) fn qwen3_17b() -> Workload {
-        let g = |name: &str, n, k| Gemm { name: name.into(), n, k };
+        let g = |name: &str, n, k| Gemm {
+            name: name.into(),
+            n,
+            k,
+        };
         Workload {
             model: "qwen3-1.7b".into(),
             layers: 28,
@@ -210,11 +230,19 @@ pub(crate) mod tests {
 
     #[test]
     fn int4_bytes_are_4_25_bits_per_weight() {
-        let g = Gemm { name: "q".into(), n: 2048, k: 2048 };
+        let g = Gemm {
+            name: "q".into(),
+            n: 2048,
+            k: 2048,
+        };
         assert_eq!(g.bytes(BenchPath::W4a8) * 8, g.params() * 17 / 4);
         assert_eq!(g.bytes(BenchPath::Bf16), g.params() * 2);
         // N is padded to a 64-column panel.
-        let odd = Gemm { name: "x".into(), n: 65, k: 128 };
+        let odd = Gemm {
+            name: "x".into(),
+            n: 65,
+            k: 128,
+        };
         assert_eq!(odd.bytes(BenchPath::W4a16), 2 * 4352);
     }
 
@@ -240,10 +268,16 @@ pub(crate) mod tests {
             }
         }
         // A 32 MiB L3: the whole model in the default run, four layers in quick.
-        assert_eq!(w.decode_plan(BenchPath::W4a8, 32 << 20, false).instances, 28);
+        assert_eq!(
+            w.decode_plan(BenchPath::W4a8, 32 << 20, false).instances,
+            28
+        );
         assert_eq!(w.decode_plan(BenchPath::W4a8, 32 << 20, true).instances, 4);
         // A 300 MB L3 needs 17 int4 layers besides the head even in quick mode.
-        assert_eq!(w.decode_plan(BenchPath::W4a8, 300 << 20, true).instances, 18);
+        assert_eq!(
+            w.decode_plan(BenchPath::W4a8, 300 << 20, true).instances,
+            18
+        );
     }
 
     #[test]

@@ -68,7 +68,9 @@ pub fn measure(pool: &dyn Parallel, clock: &dyn Clock, lp: &Loop, budget: PeakBu
     if t > 0.0 {
         iters = ((iters as f64 * budget.slice_s / t) as u64).clamp(1, 1 << 42);
     }
-    let best = (0..budget.runs.max(1)).map(|_| time(iters)).fold(f64::INFINITY, f64::min);
+    let best = (0..budget.runs.max(1))
+        .map(|_| time(iters))
+        .fold(f64::INFINITY, f64::min);
     workers * iters as f64 * lp.macs as f64 / best.max(1e-12) / 1e12
 }
 
@@ -82,8 +84,16 @@ pub fn measure_all(
     UNITS
         .iter()
         .map(|&unit| match loop_for(unit, amx) {
-            Ok(lp) => Peak { unit, tmacs: Some(measure(pool, clock, &lp, budget)), skipped: None },
-            Err(why) => Peak { unit, tmacs: None, skipped: Some(why) },
+            Ok(lp) => Peak {
+                unit,
+                tmacs: Some(measure(pool, clock, &lp, budget)),
+                skipped: None,
+            },
+            Err(why) => Peak {
+                unit,
+                tmacs: None,
+                skipped: Some(why),
+            },
         })
         .collect()
 }
@@ -101,7 +111,10 @@ mod tests {
             &pool,
             &RealClock::new(),
             &Err("test".into()),
-            PeakBudget { slice_s: 0.002, runs: 1 },
+            PeakBudget {
+                slice_s: 0.002,
+                runs: 1,
+            },
         );
         assert_eq!(peaks.len(), UNITS.len());
         for p in &peaks {
@@ -112,6 +125,9 @@ mod tests {
             }
         }
         let amx = peaks.iter().find(|p| p.unit == Unit::AmxInt8).unwrap();
-        assert!(amx.tmacs.is_none(), "AMX must be skipped without the permission");
+        assert!(
+            amx.tmacs.is_none(),
+            "AMX must be skipped without the permission"
+        );
     }
 }

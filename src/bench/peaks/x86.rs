@@ -14,30 +14,54 @@ use crate::bench::backend::Unit;
 
 /// The loop for `unit` when this CPU (and OS) can run it.
 pub fn loop_for(unit: Unit, amx: &Result<(), String>) -> Result<Loop, String> {
-    let need = |ok: bool, what: &str| if ok { Ok(()) } else { Err(format!("no {what} on this CPU")) };
+    let need = |ok: bool, what: &str| {
+        if ok {
+            Ok(())
+        } else {
+            Err(format!("no {what} on this CPU"))
+        }
+    };
     match unit {
         Unit::Avx2Fma => {
-            need(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"), "AVX2 FMA")?;
-            Ok(Loop { macs: 12 * 8, run: fma256 })
+            need(
+                is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"),
+                "AVX2 FMA",
+            )?;
+            Ok(Loop {
+                macs: 12 * 8,
+                run: fma256,
+            })
         }
         Unit::Avx512Fma => {
             need(is_x86_feature_detected!("avx512f"), "AVX-512F")?;
-            Ok(Loop { macs: 24 * 16, run: fma512 })
+            Ok(Loop {
+                macs: 24 * 16,
+                run: fma512,
+            })
         }
         Unit::Avx2Int8 => {
             need(is_x86_feature_detected!("avx2"), "AVX2")?;
-            Ok(Loop { macs: 12 * 32, run: int8_avx2 })
+            Ok(Loop {
+                macs: 12 * 32,
+                run: int8_avx2,
+            })
         }
         Unit::AvxVnni => {
             need(is_x86_feature_detected!("avxvnni"), "AVX-VNNI")?;
-            Ok(Loop { macs: 12 * 32, run: vnni256 })
+            Ok(Loop {
+                macs: 12 * 32,
+                run: vnni256,
+            })
         }
         Unit::Avx512Vnni => {
             need(
                 is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vnni"),
                 "AVX-512 VNNI",
             )?;
-            Ok(Loop { macs: 24 * 64, run: vnni512 })
+            Ok(Loop {
+                macs: 24 * 64,
+                run: vnni512,
+            })
         }
         Unit::AmxInt8 | Unit::AmxBf16 => {
             let cpuid = raw_cpuid::CpuId::new();
@@ -47,10 +71,17 @@ pub fn loop_for(unit: Unit, amx: &Result<(), String>) -> Result<Loop, String> {
                 _ => (ext.as_ref().is_some_and(|e| e.has_amx_bf16()), "AMX-BF16"),
             };
             need(has, name)?;
-            amx.clone().map_err(|why| format!("{name} not usable: {why}"))?;
+            amx.clone()
+                .map_err(|why| format!("{name} not usable: {why}"))?;
             Ok(match unit {
-                Unit::AmxInt8 => Loop { macs: 4 * 16 * 16 * 64, run: amx_int8 },
-                _ => Loop { macs: 4 * 16 * 16 * 32, run: amx_bf16 },
+                Unit::AmxInt8 => Loop {
+                    macs: 4 * 16 * 16 * 64,
+                    run: amx_int8,
+                },
+                _ => Loop {
+                    macs: 4 * 16 * 16 * 32,
+                    run: amx_bf16,
+                },
             })
         }
         Unit::Scalar => Err("not a peak".into()),
@@ -166,11 +197,15 @@ const _: () = assert!(std::mem::size_of::<TileConfig>() == 64);
 impl TileConfig {
     /// Eight tiles of 16 rows x 64 bytes.
     fn full() -> TileConfig {
-        let mut cfg = TileConfig { palette: 1, start_row: 0, reserved: [0; 14], colsb: [0; 16], rows: [0; 16] };
-        for t in 0..8 {
-            cfg.colsb[t] = 64;
-            cfg.rows[t] = 16;
-        }
+        let mut cfg = TileConfig {
+            palette: 1,
+            start_row: 0,
+            reserved: [0; 14],
+            colsb: [0; 16],
+            rows: [0; 16],
+        };
+        cfg.colsb[..8].fill(64);
+        cfg.rows[..8].fill(16);
         cfg
     }
 }
@@ -205,7 +240,13 @@ unsafe fn amx_loop<const INT8: bool>(iters: u64) {
     // int8: ones; bf16: 1.0 (0x3F80) as little-endian pairs.
     let mut ops = Operands([0; 4096]);
     for (i, b) in ops.0.iter_mut().enumerate() {
-        *b = if INT8 { 1 } else if i % 2 == 1 { 0x3F } else { 0x80 };
+        *b = if INT8 {
+            1
+        } else if i % 2 == 1 {
+            0x3F
+        } else {
+            0x80
+        };
     }
     let base = ops.0.as_ptr();
     let stride = 64usize;
