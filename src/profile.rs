@@ -126,6 +126,29 @@ pub struct Cpu {
     /// Per feature: does the CPU report it, did the OS enable it, may we rely on it.
     #[serde(default)]
     pub features: BTreeMap<String, Feature>,
+    /// Extension: x86 family/model/stepping, or arm64 implementer/part (`0x41`, `0xd40`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<CpuId>,
+    /// Extension: where each CPU fact came from (`logical_cpus`, `usable_threads`, `features`, ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sources: BTreeMap<String, String>,
+}
+
+/// Extension: the CPU's identity numbers, as the kernel or CPUID reports them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuId {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stepping: Option<u32>,
+    /// arm64 `CPU implementer`, e.g. `0x41` (Arm).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub implementer: Option<String>,
+    /// arm64 `CPU part` of every distinct core type, e.g. `["0xd40"]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<String>,
 }
 
 impl Cpu {
@@ -152,6 +175,19 @@ pub struct Memory {
     pub available_bytes: Option<u64>,
     /// The cgroup memory limit; `null` when there is none (`max`) or it is unknown.
     pub limit_bytes: Option<u64>,
+    /// Extension: what this process may use without being killed or evicting its own
+    /// page cache: `min(MemAvailable, limit - (usage - inactive_file))` (probe.md §4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_bytes: Option<u64>,
+    /// Extension: the cgroup's current usage (`memory.current` / `memory.usage_in_bytes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_usage_bytes: Option<u64>,
+    /// Extension: reclaimable page cache in the cgroup (`inactive_file` of `memory.stat`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_inactive_file_bytes: Option<u64>,
+    /// Extension: where each memory fact came from.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sources: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -162,6 +198,21 @@ pub struct Gpu {
     pub memory_bytes: Option<u64>,
     /// `"8.0"`, `"9.0"`, ...; `null` when unknown or not a CUDA device.
     pub compute_capability: Option<String>,
+    /// Extension: PCI address (`0000:41:00.0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_bdf: Option<String>,
+    /// Extension: PCI device id (`0x2331`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_id: Option<String>,
+    /// Extension: PCI class (`0x030200`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_class: Option<String>,
+    /// Extension: the kernel driver bound to the device (`nvidia`, `nouveau`, `ast`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    /// Extension: where the name, compute capability and memory came from.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sources: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -171,6 +222,15 @@ pub struct Jetson {
     pub l4t: Option<String>,
     pub jetpack: Option<String>,
     pub compute_capability: Option<String>,
+    /// Extension: SoC family (`Xavier`, `Orin`, `Thor`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
+    /// Extension: module identity from `/proc/device-tree/nvidia,dtsfilename`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
+    /// Extension: the signals that decided it is a Tegra device.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub detected_by: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -179,6 +239,15 @@ pub struct Android {
     pub manufacturer: Option<String>,
     pub board_platform: Option<String>,
     pub npu: Option<Npu>,
+    /// Extension: where `soc_model` came from (`ro.soc.model`, `/sys/devices/soc0/machine`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soc_model_source: Option<String>,
+    /// Extension: `ro.hardware`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardware: Option<String>,
+    /// Extension: QNN / FastRPC libraries found on the image (not proof the NPU is reachable).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub qnn_libraries: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -3,4 +3,5 @@
 mod bench;
 mod cli;
 mod plan;
+mod probe;
 mod util;

@@ -1,0 +1,702 @@
+//! `edgeplan probe` as users run it: every sysroot fixture end to end, the generated
+//! profiles against drift, bad trees, exit codes, `--dump` round trips, the live probe
+//! against this host's /proc/cpuinfo, and the examples in docs/profile.md.
+
+use std::path::Path;
+
+use edgeplan::profile::{HardwareClass, Profile};
+use predicates::prelude::*;
+use serde_json::Value;
+
+use crate::util::{edgeplan, fixture};
+
+const MACHINES: [&str; 10] = [
+    "x86-spr-amx",
+    "x86-spr-vm-noamx",
+    "x86-epyc-zen4",
+    "x86-h100-server",
+    "x86-t4-server",
+    "jetson-orin-agx",
+    "arm64-graviton3",
+    "android-sm8650",
+    "arm64-rpi5",
+    "x86-container-cgroup2",
+];
+
+fn probe_json(root: &Path) -> Value {
+    let out = edgeplan()
+        .args(["probe", "--format", "json", "--sysroot"])
+        .arg(root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "probe --sysroot {} failed: {}",
+        root.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn probe(machine: &str) -> Profile {
+    let root = fixture(&format!("sysroots/{machine}"));
+    Profile::from_value(probe_json(&root), machine).unwrap()
+}
+
+fn usable(p: &Profile, name: &str) -> bool {
+    p.cpu.features.get(name).is_some_and(|f| f.usable)
+}
+
+const GIB: u64 = 1 << 30;
+
+#[test]
+fn every_fixture_gives_its_class_and_bf16() {
+    let expected = [
+        ("x86-spr-amx", HardwareClass::X86Cpu, true),
+        ("x86-spr-vm-noamx", HardwareClass::X86Cpu, true),
+        ("x86-epyc-zen4", HardwareClass::X86Cpu, true),
+        ("x86-h100-server", HardwareClass::CudaDiscrete, true),
+        ("x86-t4-server", HardwareClass::CudaDiscrete, false),
+        ("jetson-orin-agx", HardwareClass::Jetson, true),
+        ("arm64-graviton3", HardwareClass::Arm64Cpu, true),
+        ("android-sm8650", HardwareClass::NpuPhone, false),
+        ("arm64-rpi5", HardwareClass::Arm64Cpu, false),
+        ("x86-container-cgroup2", HardwareClass::X86Cpu, true),
+    ];
+    for (machine, class, bf16) in expected {
+        let p = probe(machine);
+        assert_eq!(p.hardware_class, class, "{machine}");
+        assert_eq!(p.supports_bf16, bf16, "{machine}");
+        assert_eq!(p.source.as_deref(), Some("sysroot"), "{machine}");
+        assert_eq!(p.label.as_deref(), Some(machine));
+        assert!(p.warnings.is_empty(), "{machine}: {:?}", p.warnings);
+        // Under a sysroot the OS's word is unknown, and usable follows the kernel's list.
+        for (name, f) in &p.cpu.features {
+            assert_eq!(f.os, None, "{machine} {name}");
+            assert_eq!(f.usable, p.cpu.has_flag(name), "{machine} {name}");
+        }
+    }
+}
+
+#[test]
+fn x86_fixture_features() {
+    let amx = ["amx_tile", "amx_int8", "amx_bf16"];
+    let avx512 = [
+        "avx",
+        "avx2",
+        "fma",
+        "avx512f",
+        "avx512bw",
+        "avx512vl",
+        "avx512_vnni",
+        "avx512_bf16",
+    ];
+    for machine in ["x86-spr-amx", "x86-container-cgroup2"] {
+        let p = probe(machine);
+        for name in amx
+            .iter()
+            .chain(&avx512)
+            .chain(&["avx512_fp16", "avx_vnni"])
+        {
+            assert!(usable(&p, name), "{machine} {name}");
+        }
+        assert_eq!(p.cpu.vendor.as_deref(), Some("GenuineIntel"));
+    }
+    let vm = probe("x86-spr-vm-noamx");
+    for name in amx {
+        assert!(
+            !usable(&vm, name) && !vm.cpu.features[name].cpu,
+            "vm {name}"
+        );
+    }
+    assert!(avx512.iter().all(|n| usable(&vm, n)));
+    let hv = vm
+        .environment
+        .as_ref()
+        .unwrap()
+        .hypervisor
+        .as_ref()
+        .unwrap();
+    assert!(hv.detected);
+    assert_eq!(hv.how.as_deref(), Some("hypervisor flag in /proc/cpuinfo"));
+
+    let zen4 = probe("x86-epyc-zen4");
+    assert!(avx512.iter().all(|n| usable(&zen4, n)));
+    assert!(
+        !usable(&zen4, "amx_int8") && !usable(&zen4, "avx_vnni") && !usable(&zen4, "avx512_fp16")
+    );
+    assert_eq!(zen4.cpu.vendor.as_deref(), Some("AuthenticAMD"));
+    assert_eq!(
+        zen4.cpu.model_name.as_deref(),
+        Some("AMD EPYC 9124 16-Core Processor")
+    );
+
+    let t4 = probe("x86-t4-server");
+    assert!(usable(&t4, "avx512_vnni") && !usable(&t4, "avx512_bf16"));
+}
+
+#[test]
+fn arm_fixture_features() {
+    let g3 = probe("arm64-graviton3");
+    for name in ["asimddp", "i8mm", "bf16", "sve"] {
+        assert!(usable(&g3, name), "graviton3 {name}");
+    }
+    assert!(!usable(&g3, "sve2") && !usable(&g3, "sme"));
+    assert_eq!(g3.cpu.model_name.as_deref(), Some("Neoverse-V1"));
+    let id = g3.cpu.id.as_ref().unwrap();
+    assert_eq!(
+        (id.implementer.as_deref(), id.parts.as_slice()),
+        (Some("0x41"), &["0xd40".to_string()][..])
+    );
+
+    let rpi = probe("arm64-rpi5");
+    assert!(usable(&rpi, "asimddp") && !usable(&rpi, "i8mm") && !usable(&rpi, "bf16"));
+    assert_eq!(rpi.cpu.model_name.as_deref(), Some("Cortex-A76"));
+    assert!(rpi.jetson.is_none(), "a device tree alone is not Tegra");
+
+    let phone = probe("android-sm8650");
+    assert!(usable(&phone, "i8mm") && usable(&phone, "bf16") && !usable(&phone, "sve"));
+}
+
+#[test]
+fn threads_and_memory() {
+    let c = probe("x86-container-cgroup2");
+    assert_eq!(c.cpu.logical_cpus, Some(32));
+    assert_eq!(
+        c.cpu.usable_threads,
+        Some(3),
+        "cpu.max 350000 100000 is 3.5 CPUs, rounded down"
+    );
+    assert_eq!(c.memory.limit_bytes, Some(8 * GIB));
+    assert_eq!(c.memory.total_bytes, Some(263596724 * 1024));
+    // 8 GiB limit, 3 GiB used of which 2 GiB is inactive page cache.
+    assert_eq!(c.memory.budget_bytes, Some(7 * GIB));
+    let container = c.environment.as_ref().unwrap().container.as_ref().unwrap();
+    assert_eq!(
+        (container.detected, container.how.as_deref()),
+        (true, Some("/.dockerenv"))
+    );
+
+    let spr = probe("x86-spr-amx");
+    assert_eq!(
+        (spr.cpu.logical_cpus, spr.cpu.usable_threads),
+        (Some(32), Some(32))
+    );
+    assert_eq!(spr.memory.limit_bytes, None, "memory.max `max` is no limit");
+    assert_eq!(spr.memory.total_bytes, Some(263596724 * 1024));
+    assert_eq!(spr.memory.available_bytes, Some(256983412 * 1024));
+    assert!(
+        !spr.environment
+            .as_ref()
+            .unwrap()
+            .container
+            .as_ref()
+            .unwrap()
+            .detected
+    );
+
+    let orin = probe("jetson-orin-agx");
+    assert_eq!(
+        (orin.cpu.logical_cpus, orin.cpu.usable_threads),
+        (Some(12), Some(12))
+    );
+    assert_eq!(orin.memory.total_bytes, Some(64335836 * 1024));
+}
+
+#[test]
+fn gpus_jetson_and_android() {
+    let h100 = probe("x86-h100-server");
+    let nvidia: Vec<_> = h100.gpus.iter().filter(|g| g.vendor == "nvidia").collect();
+    assert_eq!(nvidia.len(), 1);
+    assert_eq!(nvidia[0].name.as_deref(), Some("NVIDIA H100 PCIe"));
+    assert_eq!(nvidia[0].compute_capability.as_deref(), Some("9.0"));
+    assert_eq!(nvidia[0].memory_bytes, None, "no NVML, no VRAM figure");
+    assert_eq!(nvidia[0].device_id.as_deref(), Some("0x2331"));
+    assert_eq!(nvidia[0].driver.as_deref(), Some("nvidia"));
+    let bmc = h100.gpus.iter().find(|g| g.vendor == "aspeed").unwrap();
+    assert_eq!(bmc.compute_capability, None);
+
+    let t4 = probe("x86-t4-server");
+    assert_eq!(t4.gpus.len(), 1);
+    assert_eq!(t4.gpus[0].name.as_deref(), Some("Tesla T4"));
+    assert_eq!(t4.gpus[0].compute_capability.as_deref(), Some("7.5"));
+
+    let orin = probe("jetson-orin-agx");
+    let j = orin.jetson.as_ref().unwrap();
+    assert_eq!(j.soc.as_deref(), Some("tegra234"));
+    assert_eq!(j.l4t.as_deref(), Some("36.4.3"));
+    assert_eq!(j.jetpack.as_deref(), Some("6.2"));
+    assert_eq!(j.compute_capability.as_deref(), Some("8.7"));
+    assert_eq!(
+        j.model.as_deref(),
+        Some("NVIDIA Jetson AGX Orin Developer Kit")
+    );
+    assert_eq!(orin.gpus.len(), 1);
+    assert_eq!(
+        orin.gpus[0].pci_bdf, None,
+        "the Orin GPU is integrated, not PCI"
+    );
+
+    let phone = probe("android-sm8650");
+    let a = phone.android.as_ref().unwrap();
+    assert_eq!(a.soc_model.as_deref(), Some("SM8650"));
+    assert_eq!(a.manufacturer.as_deref(), Some("QTI"));
+    assert_eq!(a.board_platform.as_deref(), Some("pineapple"));
+    let npu = a.npu.as_ref().unwrap();
+    assert_eq!(npu.htp_arch.as_deref(), Some("v75"));
+    assert!(npu.present && !npu.verified);
+    assert!(a.qnn_libraries.iter().any(|l| l.ends_with("libQnnHtp.so")));
+    assert!(phone.gpus.is_empty());
+}
+
+fn normalized(mut v: Value) -> Value {
+    v["tool"]["version"] = Value::String("VERSION".into());
+    v
+}
+
+#[test]
+fn fixture_profiles_do_not_drift() {
+    for machine in MACHINES {
+        let path = fixture(&format!("profiles/{machine}.json"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let stored: Value = serde_json::from_str(&text).unwrap();
+        let out = edgeplan()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args([
+                "probe",
+                "--format",
+                "json",
+                "--sysroot",
+                &format!("fixtures/sysroots/{machine}"),
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let fresh: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            normalized(stored.clone()),
+            normalized(fresh),
+            "fixtures/profiles/{machine}.json is stale: run `sh fixtures/regenerate.sh` and review the diff"
+        );
+        assert_eq!(stored["source"], "sysroot");
+        Profile::from_json(&text, machine).unwrap();
+    }
+}
+
+#[test]
+fn missing_or_non_directory_sysroot_is_66() {
+    edgeplan()
+        .args(["probe", "--sysroot", "/definitely/not/a/tree"])
+        .assert()
+        .code(66)
+        .stderr(
+            predicate::str::contains("/definitely/not/a/tree")
+                .and(predicate::str::contains("does not exist")),
+        );
+    let file = tempfile::NamedTempFile::new().unwrap();
+    edgeplan()
+        .args(["probe", "--sysroot"])
+        .arg(file.path())
+        .assert()
+        .code(66);
+}
+
+fn tree() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+fn put(root: &Path, rel: &str, bytes: &[u8]) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, bytes).unwrap();
+}
+
+const X86_CPUINFO: &str = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Test CPU\nflags\t\t: fpu avx avx2 avx512f amx_tile amx_int8\n\n";
+
+#[test]
+fn garbage_cpuinfo_without_other_signals_is_65() {
+    let dir = tree();
+    let junk: Vec<u8> = (0..4096u32).map(|i| (i * 7919 % 256) as u8).collect();
+    put(dir.path(), "proc/cpuinfo", &junk);
+    edgeplan()
+        .args(["probe", "--sysroot"])
+        .arg(dir.path())
+        .assert()
+        .code(65)
+        .stderr(
+            predicate::str::contains("cannot tell the architecture")
+                .and(predicate::str::contains("cpuinfo")),
+        )
+        .stderr(predicate::str::contains("panicked").not());
+    // An empty tree says nothing either.
+    edgeplan()
+        .args(["probe", "--sysroot"])
+        .arg(tree().path())
+        .assert()
+        .code(65);
+}
+
+#[test]
+fn garbage_cpuinfo_with_a_device_tree_is_aarch64_with_unknown_features() {
+    let dir = tree();
+    put(
+        dir.path(),
+        "proc/cpuinfo",
+        b"\0\0\0\xff\xfe garbage: \0\0\n:::\n",
+    );
+    put(
+        dir.path(),
+        "proc/device-tree/compatible",
+        b"raspberrypi,5-model-b\0brcm,bcm2712\0",
+    );
+    let out = edgeplan()
+        .args(["probe", "--format", "json", "--sysroot"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let p = Profile::from_json(&String::from_utf8_lossy(&out.stdout), "out").unwrap();
+    assert_eq!(p.hardware_class, HardwareClass::Arm64Cpu);
+    assert!(p.cpu.features.is_empty() && p.cpu.flags.is_empty());
+    assert_eq!(p.memory.total_bytes, None);
+    assert!(
+        p.warnings.iter().any(|w| w.contains("inferred")),
+        "{:?}",
+        p.warnings
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("warning"));
+}
+
+#[test]
+fn bad_files_become_unknown_facts_with_warnings() {
+    let dir = tree();
+    let r = dir.path();
+    put(r, "proc/cpuinfo", X86_CPUINFO.as_bytes());
+    // meminfo is a directory, a symlink loop stands for /sys/devices/system/cpu/online,
+    // cgroup files are empty or binary, the PCI class file is a FIFO-like directory.
+    std::fs::create_dir_all(r.join("proc/meminfo")).unwrap();
+    std::fs::create_dir_all(r.join("sys/devices/system/cpu")).unwrap();
+    std::os::unix::fs::symlink("online2", r.join("sys/devices/system/cpu/online")).unwrap();
+    std::os::unix::fs::symlink("online", r.join("sys/devices/system/cpu/online2")).unwrap();
+    put(r, "proc/self/cgroup", b"0::/\n");
+    put(r, "sys/fs/cgroup/cgroup.controllers", b"");
+    put(r, "sys/fs/cgroup/cpu.max", b"");
+    put(r, "sys/fs/cgroup/memory.max", b"\xff\xfe\0\0max?");
+    std::fs::create_dir_all(r.join("sys/bus/pci/devices/0000:01:00.0/class")).unwrap();
+    put(r, "sys/bus/pci/devices/0000:02:00.0/class", b"");
+    put(r, "etc/nv_tegra_release", b"\0\0\0");
+    let out = edgeplan()
+        .args(["probe", "--format", "json", "--sysroot"])
+        .arg(r)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p = Profile::from_json(&String::from_utf8_lossy(&out.stdout), "out").unwrap();
+    assert_eq!(p.memory.total_bytes, None);
+    assert_eq!(p.memory.limit_bytes, None);
+    assert_eq!(
+        p.cpu.logical_cpus,
+        Some(1),
+        "falls back to the processor count"
+    );
+    assert!(p.cpu.features["amx_int8"].usable);
+    assert_eq!(
+        p.hardware_class,
+        HardwareClass::Jetson,
+        "nv_tegra_release exists, even if garbled"
+    );
+    assert_eq!(p.jetson.as_ref().unwrap().l4t, None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("meminfo: not a regular file"), "{stderr}");
+    assert!(stderr.contains("online: cannot read"), "{stderr}");
+    assert!(p.warnings.iter().any(|w| w.contains("L4T unknown")));
+    assert!(!stderr.contains("panicked"));
+}
+
+#[test]
+fn a_fifo_in_the_tree_does_not_hang_the_probe() {
+    let dir = tree();
+    put(dir.path(), "proc/cpuinfo", X86_CPUINFO.as_bytes());
+    let fifo = dir.path().join("proc/meminfo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: `c` is a valid NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    edgeplan()
+        .args(["probe", "--format", "json", "--sysroot"])
+        .arg(dir.path())
+        .timeout(std::time::Duration::from_secs(20))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("not a regular file"));
+}
+
+#[test]
+fn an_enormous_cpuinfo_is_cut_at_one_mib() {
+    let dir = tree();
+    let mut text = X86_CPUINFO.to_string();
+    while text.len() < 3 << 20 {
+        text.push_str("processor\t: 1\nbogus\t: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n\n");
+    }
+    put(dir.path(), "proc/cpuinfo", text.as_bytes());
+    let out = edgeplan()
+        .args(["probe", "--format", "json", "--sysroot"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let p = Profile::from_json(&String::from_utf8_lossy(&out.stdout), "out").unwrap();
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.contains("only the start was read")),
+        "{:?}",
+        p.warnings
+    );
+    assert!(p.cpu.logical_cpus.unwrap() < 20_000);
+}
+
+#[test]
+fn dump_round_trips_and_redacts() {
+    for machine in [
+        "x86-h100-server",
+        "android-sm8650",
+        "jetson-orin-agx",
+        "x86-container-cgroup2",
+        "arm64-rpi5",
+    ] {
+        let dump = tempfile::tempdir().unwrap();
+        let dump_dir = dump.path().join(machine);
+        edgeplan()
+            .args(["probe", "--format", "json", "--sysroot"])
+            .arg(fixture(&format!("sysroots/{machine}")))
+            .arg("--dump")
+            .arg(&dump_dir)
+            .assert()
+            .success()
+            .stderr(predicate::str::contains("replay with --sysroot"));
+        let original = probe_json(&fixture(&format!("sysroots/{machine}")));
+        let replayed = probe_json(&dump_dir);
+        assert_eq!(
+            original, replayed,
+            "{machine}: the dump does not reproduce the profile"
+        );
+    }
+    let dump = tempfile::tempdir().unwrap();
+    edgeplan()
+        .args(["probe", "--format", "json", "--sysroot"])
+        .arg(fixture("sysroots/x86-h100-server"))
+        .arg("--dump")
+        .arg(dump.path())
+        .assert()
+        .success();
+    let info = std::fs::read_to_string(
+        dump.path()
+            .join("proc/driver/nvidia/gpus/0000:41:00.0/information"),
+    )
+    .unwrap();
+    assert!(
+        info.contains("NVIDIA H100 PCIe")
+            && info.contains("REDACTED")
+            && !info.contains("GPU-9c1f2a77")
+    );
+
+    let dump = tempfile::tempdir().unwrap();
+    edgeplan()
+        .args(["probe", "--format", "json", "--sysroot"])
+        .arg(fixture("sysroots/android-sm8650"))
+        .arg("--dump")
+        .arg(dump.path())
+        .assert()
+        .success();
+    let props = std::fs::read_to_string(dump.path().join("system/build.prop")).unwrap();
+    assert!(props.contains("ro.serialno=REDACTED") && !props.contains("R5CX20ABCDE"));
+    let vendor = std::fs::read_to_string(dump.path().join("vendor/build.prop")).unwrap();
+    assert!(!vendor.contains("a4:c6:9a:12:34:56"));
+    assert!(dump.path().join("vendor/lib64/libQnnHtp.so").exists());
+}
+
+#[test]
+fn table_format_is_for_people_and_json_is_the_default_off_a_terminal() {
+    edgeplan()
+        .args(["probe", "--format", "table", "--sysroot"])
+        .arg(fixture("sysroots/x86-container-cgroup2"))
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("hardware_class")
+                .and(predicate::str::contains("x86_cpu"))
+                .and(predicate::str::contains("3 usable of 32 logical"))
+                .and(predicate::str::contains("amx_int8"))
+                .and(predicate::str::contains("limit 8.0 GiB")),
+        );
+    let out = edgeplan()
+        .args(["probe", "--sysroot"])
+        .arg(fixture("sysroots/jetson-orin-agx"))
+        .output()
+        .unwrap();
+    let v: Value =
+        serde_json::from_slice(&out.stdout).expect("stdout is not a terminal here, so JSON");
+    assert_eq!(v["hardware_class"], "jetson");
+}
+
+/// The live probe agrees with this host's own /proc/cpuinfo, whatever the host.
+#[test]
+fn live_probe_is_consistent_with_proc_cpuinfo() {
+    let out = edgeplan()
+        .args(["probe", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p = Profile::from_json(&String::from_utf8_lossy(&out.stdout), "live").unwrap();
+    assert_eq!(p.source.as_deref(), Some("live"));
+    assert_eq!(p.arch.as_str(), std::env::consts::ARCH);
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap();
+    let key = if p.arch.as_str() == "x86_64" {
+        "flags"
+    } else {
+        "Features"
+    };
+    let flags: Vec<&str> = cpuinfo
+        .lines()
+        .find(|l| l.split(':').next().map(str::trim) == Some(key))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.split_whitespace().collect())
+        .unwrap_or_default();
+    assert!(!p.cpu.features.is_empty());
+    for (name, f) in &p.cpu.features {
+        assert!(f.os.is_some(), "{name}: the live probe knows the OS's word");
+        if f.usable {
+            assert!(
+                f.cpu && f.os == Some(true),
+                "{name}: usable needs the CPU's and the OS's word"
+            );
+        } else if !name.starts_with("amx") {
+            assert!(
+                !(f.cpu && f.os == Some(true)),
+                "{name}: reported and enabled, yet not usable"
+            );
+        }
+        if f.usable && !flags.is_empty() {
+            assert!(
+                flags.contains(&name.as_str()),
+                "{name} usable but not in /proc/cpuinfo"
+            );
+        }
+        if flags.contains(&name.as_str()) && f.os == Some(true) && !name.starts_with("amx") {
+            assert!(
+                f.usable,
+                "{name}: listed by the kernel and enabled, yet not usable"
+            );
+        }
+    }
+    let processors = cpuinfo
+        .lines()
+        .filter(|l| l.starts_with("processor"))
+        .count() as u32;
+    assert_eq!(p.cpu.logical_cpus, Some(processors));
+    let threads = p.cpu.usable_threads.unwrap();
+    assert!(threads >= 1 && threads <= processors);
+    assert!(threads as usize <= std::thread::available_parallelism().unwrap().get());
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let total_kb: u64 = meminfo
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(p.memory.total_bytes, Some(total_kb * 1024));
+    let bf16 = if p.arch.as_str() == "x86_64" {
+        p.feature_usable("avx512_bf16") || p.feature_usable("amx_bf16")
+    } else {
+        p.feature_usable("bf16")
+    };
+    if matches!(
+        p.hardware_class,
+        HardwareClass::X86Cpu | HardwareClass::Arm64Cpu
+    ) {
+        assert_eq!(p.supports_bf16, bf16);
+    }
+}
+
+/// Each `$ edgeplan ...` example in docs/profile.md runs, and every output line shown
+/// under it appears in the real output (examples may elide lines with `...`).
+#[test]
+fn docs_examples_run_against_fixtures() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/profile.md")).unwrap();
+    let mut examples = 0;
+    let mut lines = doc.lines().peekable();
+    while let Some(line) = lines.next() {
+        let Some(cmd) = line.strip_prefix("$ edgeplan ") else {
+            continue;
+        };
+        let mut shown = Vec::new();
+        while let Some(next) = lines.peek() {
+            if next.starts_with("```") || next.starts_with("$ ") {
+                break;
+            }
+            shown.push(lines.next().unwrap().trim().to_string());
+        }
+        let args: Vec<&str> = cmd.split_whitespace().collect();
+        let out = edgeplan().current_dir(root).args(&args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "docs example `{cmd}` failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        for want in shown.iter().filter(|l| !l.is_empty() && *l != "...") {
+            assert!(
+                stdout.lines().any(|l| l.trim() == want),
+                "docs example `{cmd}`: no line {want:?} in\n{stdout}"
+            );
+        }
+        examples += 1;
+    }
+    assert!(
+        examples >= 3,
+        "docs/profile.md has {examples} runnable examples"
+    );
+}
+
+#[test]
+fn an_android_soc_without_a_known_npu_is_arm64_cpu() {
+    let dir = tree();
+    let r = dir.path();
+    put(r, "proc/cpuinfo", b"processor\t: 0\nFeatures\t: fp asimd asimddp i8mm bf16\nCPU implementer\t: 0x41\nCPU part\t: 0xd81\n\n");
+    put(
+        r,
+        "vendor/build.prop",
+        b"ro.soc.manufacturer=Mediatek\nro.soc.model=MT6989\nro.board.platform=mt6989\n",
+    );
+    let p = Profile::from_value(probe_json(r), "mtk").unwrap();
+    assert_eq!(p.hardware_class, HardwareClass::Arm64Cpu);
+    let a = p.android.as_ref().unwrap();
+    assert_eq!(a.soc_model.as_deref(), Some("MT6989"));
+    assert!(a.npu.is_none());
+    assert!(p.supports_bf16, "the CPU runs the model, and it has bf16");
+}
+
+#[test]
+fn a_dump_that_cannot_be_written_is_74() {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    edgeplan()
+        .args(["probe", "--format", "json", "--sysroot"])
+        .arg(fixture("sysroots/arm64-rpi5"))
+        .arg("--dump")
+        .arg(file.path().join("below-a-file"))
+        .assert()
+        .code(74)
+        .stderr(predicate::str::contains("cannot write dump"));
+}
