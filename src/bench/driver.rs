@@ -14,6 +14,7 @@ use super::host;
 use super::measure::{Roofs, Rotation, RowSpec, Timer, row};
 use super::peaks::{self, PeakBudget};
 use super::report::{
+    Alternative,
     BenchReport, FidelityRow, Host, KernelCheck, MemoryUse, ModelInfo, Peak, ResultRow,
 };
 use super::request::{BenchRequest, Executor, ModelSpec, resolve_threads, usage};
@@ -348,7 +349,7 @@ impl Context<'_> {
 
             // Decode: each candidate, the fastest reported.
             progress.stage(&format!("{path}: decode"));
-            let mut best: Option<ResultRow> = None;
+            let mut raced: Vec<ResultRow> = Vec::new();
             for k in &dec {
                 let samples = timer.decode(k, &rot, plan_d)?;
                 let spec = RowSpec {
@@ -361,11 +362,9 @@ impl Context<'_> {
                     layers_measured: plan_d.instances.min(w.layers),
                     working_set_bytes: layer_bytes * plan_d.instances as u64 + head_bytes,
                 };
-                let r = row(spec, &samples, &roofs)?;
-                if best.as_ref().is_none_or(|b| r.step_ms < b.step_ms) {
-                    best = Some(r);
-                }
+                raced.push(row(spec, &samples, &roofs)?);
             }
+            let best = fastest_of(raced);
             let decode_kernel = best.as_ref().map(|r| r.kernel.clone());
             results.extend(best);
 
@@ -376,7 +375,7 @@ impl Context<'_> {
                 ..timer
             };
             let only_scalar = pre.iter().all(|k| k.unit == Unit::Scalar);
-            let mut best: Option<ResultRow> = None;
+            let mut raced: Vec<ResultRow> = Vec::new();
             if pre.is_empty() {
                 notes.push(format!(
                     "{path}: no verified kernel serves prefill; not timed"
@@ -396,12 +395,10 @@ impl Context<'_> {
                         layers_measured: pre_layers,
                         working_set_bytes: layer_bytes * pre_layers as u64,
                     };
-                    let r = row(spec, &samples, &roofs)?;
-                    if best.as_ref().is_none_or(|b| r.step_ms < b.step_ms) {
-                        best = Some(r);
-                    }
+                    raced.push(row(spec, &samples, &roofs)?);
                 }
             }
+            let best = fastest_of(raced);
             let prefill_kernel = best.as_ref().map(|r| r.kernel.clone());
             results.extend(best);
             cached = Some(rot);
@@ -534,6 +531,18 @@ impl Context<'_> {
         }
         notes
     }
+}
+
+/// The fastest of the rows raced for one path and phase, with the others as its
+/// alternatives.
+fn fastest_of(mut raced: Vec<ResultRow>) -> Option<ResultRow> {
+    raced.sort_by(|a, b| a.step_ms.total_cmp(&b.step_ms));
+    let mut rows = raced.into_iter();
+    let mut best = rows.next()?;
+    best.alternatives = rows
+        .map(|r| Alternative { kernel: r.kernel, step_ms: r.step_ms })
+        .collect();
+    Some(best)
 }
 
 fn force<'k>(kernels: &'k [KernelInfo], name: &str) -> anyhow::Result<&'k KernelInfo> {

@@ -137,6 +137,15 @@ pub struct ResultRow {
     pub layers_measured: usize,
     /// Weight bytes the timed rotation walks through (decode: larger than the L3).
     pub working_set_bytes: u64,
+    /// The other verified kernels raced for this path and phase, slowest last.
+    pub alternatives: Vec<Alternative>,
+}
+
+/// A kernel that lost the race for a path and phase.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Alternative {
+    pub kernel: String,
+    pub step_ms: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -259,7 +268,23 @@ impl BenchReport {
                 format!("{}/{}", r.layers_measured, self.model.layers),
             ]);
         }
-        let _ = writeln!(out, "{table}\n");
+        let _ = writeln!(out, "{table}");
+        for r in self.results.iter().filter(|r| !r.alternatives.is_empty()) {
+            let others: Vec<String> = r
+                .alternatives
+                .iter()
+                .map(|a| format!("{} {} ms", a.kernel, fmt_ms(a.step_ms)))
+                .collect();
+            let _ = writeln!(
+                out,
+                "{} {}: {} won the race against {}",
+                r.path,
+                r.phase.as_str(),
+                r.kernel,
+                others.join(", ")
+            );
+        }
+        out.push('\n');
 
         if !self.fidelity.is_empty() {
             let mut table = Table::new();

@@ -371,6 +371,7 @@ mod tests {
             peak_pct: None,
             layers_measured: 28,
             working_set_bytes: 0,
+            alternatives: Vec::new(),
         }
     }
 
