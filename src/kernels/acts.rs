@@ -31,7 +31,7 @@ pub struct Bf16Rows<'a> {
 impl<'a> Bf16Rows<'a> {
     /// Validate `data.len() == m*k`, K a multiple of 128 and M > 0.
     pub fn new(data: &'a [Bf16], m: usize, k: usize) -> Result<Self, KernelError> {
-        if m == 0 || k == 0 || k % GROUP != 0 || data.len() != m * k {
+        if m == 0 || k == 0 || !k.is_multiple_of(GROUP) || data.len() != m * k {
             return Err(KernelError::Shape(format!(
                 "activations: {} values for {m}x{k} (K must be a non-zero multiple of {GROUP})",
                 data.len()
@@ -177,7 +177,11 @@ impl QuantActs {
         k: usize,
     ) -> Result<Self, KernelError> {
         let groups = k / GROUP;
-        if m == 0 || k % GROUP != 0 || k == 0 || codes.len() != m * k || scales.len() != m * groups
+        if m == 0
+            || !k.is_multiple_of(GROUP)
+            || k == 0
+            || codes.len() != m * k
+            || scales.len() != m * groups
         {
             return Err(KernelError::Shape(format!(
                 "int8 activations {m}x{k}: bad lengths"

@@ -55,7 +55,7 @@ impl ActF32 {
         self.a
             .extend(x.data.iter().map(|&b: &Bf16| bf16_to_f32_daz(b.0)));
         self.sums.clear();
-        if self.k % GROUP == 0 && self.k > 0 {
+        if self.k.is_multiple_of(GROUP) && self.k > 0 {
             for row in self.a.chunks_exact(self.k) {
                 self.sums
                     .extend(row.chunks_exact(GROUP).map(|g| g.iter().sum::<f32>()));

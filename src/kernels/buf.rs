@@ -148,7 +148,7 @@ pub fn carve<'a, T: Pod>(bytes: &mut &'a mut [u8], n: usize) -> &'a mut [T] {
     let step = size.div_ceil(ALIGN) * ALIGN;
     let taken = std::mem::take(bytes);
     assert!(
-        taken.as_ptr() as usize % ALIGN == 0,
+        (taken.as_ptr() as usize).is_multiple_of(ALIGN),
         "scratch not 64-aligned"
     );
     assert!(

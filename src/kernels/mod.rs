@@ -31,6 +31,7 @@ pub mod reference;
 pub mod registry;
 pub mod scalar;
 mod scalar_float;
+pub mod timing;
 pub mod weights;
 
 #[cfg(target_arch = "x86_64")]

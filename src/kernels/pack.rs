@@ -31,7 +31,7 @@ pub const SCALE_OFFSET: usize = 4096;
 /// Offset of the 64 bf16 zeros in a record.
 pub const ZERO_OFFSET: usize = 4224;
 const _: () = assert!(RECORD_BYTES == PANEL * GROUP / 2 + 2 * PANEL * 2);
-const _: () = assert!(RECORD_BYTES % 64 == 0);
+const _: () = assert!(RECORD_BYTES.is_multiple_of(64));
 
 /// Where code `q[col][k]` lives in its record: (byte offset, high nibble?).
 #[inline]
@@ -105,6 +105,57 @@ impl PackedW4 {
             codes,
             scales,
             zeros,
+        }
+    }
+
+    /// Random valid weights, generated directly in packed form (fast for bench-sized
+    /// matrices): uniform codes, scales in [0.001, 0.051), fractional zeros in [0, 15).
+    pub fn random(n: usize, k: usize, seed: u64) -> Result<Self, super::error::KernelError> {
+        super::weights::check_shape(n, k)?;
+        let mut rng = super::fidelity::Rng::new(seed);
+        let (groups, panels) = (k / GROUP, n.div_ceil(PANEL));
+        let mut buf = AlignedBuf::<u8>::zeroed(panels * groups * RECORD_BYTES);
+        for (i, rec) in buf.chunks_exact_mut(RECORD_BYTES).enumerate() {
+            let live = PANEL.min(n - (i / groups) * PANEL);
+            for chunk in rec[..CODES_BYTES].chunks_exact_mut(8) {
+                chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
+            }
+            for c in 0..PANEL {
+                let (s, z) = if c < live {
+                    (
+                        Bf16::from_f32((0.001 + 0.05 * rng.uniform()) as f32),
+                        Bf16::from_f32((15.0 * rng.uniform()) as f32),
+                    )
+                } else {
+                    (Bf16::ZERO, Bf16::ZERO)
+                };
+                rec[SCALE_OFFSET + 2 * c..][..2].copy_from_slice(&s.to_bits().to_le_bytes());
+                rec[ZERO_OFFSET + 2 * c..][..2].copy_from_slice(&z.to_bits().to_le_bytes());
+                if c >= live {
+                    for kk in 0..GROUP {
+                        let (b, high) = code_pos(c, kk);
+                        rec[b] &= if high { 0x0F } else { 0xF0 };
+                    }
+                }
+            }
+        }
+        Ok(Self {
+            n,
+            k,
+            symmetric: false,
+            buf,
+        })
+    }
+
+    /// The sub-matrix made of the first `panels` panels (columns `0..min(64·panels, N)`).
+    pub fn first_panels(&self, panels: usize) -> Self {
+        let panels = panels.clamp(1, self.panels());
+        let len = panels * self.groups() * RECORD_BYTES;
+        Self {
+            n: self.n.min(panels * PANEL),
+            k: self.k,
+            symmetric: self.symmetric,
+            buf: AlignedBuf::from_slice(&self.buf[..len]),
         }
     }
 
@@ -279,6 +330,17 @@ mod tests {
             assert_eq!(p.as_bytes().as_ptr() as usize % 64, 0);
             assert_eq!(p.unpack(), q);
         }
+    }
+
+    #[test]
+    fn random_and_prefix_are_consistent() {
+        let p = PackedW4::random(70, 256, 5).unwrap();
+        let q = p.unpack();
+        assert!(q.codes.iter().all(|&c| c < 16));
+        assert_eq!(PackedW4::pack(&q).as_bytes(), p.as_bytes());
+        let head = p.first_panels(1);
+        assert_eq!(head.n(), 64);
+        assert_eq!(head.unpack().codes[..64 * 256], q.codes[..64 * 256]);
     }
 
     #[test]

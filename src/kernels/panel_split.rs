@@ -38,7 +38,7 @@ unsafe impl Sync for OutSink<'_> {}
 impl<'a> OutSink<'a> {
     /// Wraps `out`, which must hold `m·n` values.
     pub fn new(out: &'a mut [f32], m: usize, n: usize) -> Option<OutSink<'a>> {
-        (out.len() == m.checked_mul(n)?).then(|| OutSink {
+        (out.len() == m.checked_mul(n)?).then_some(OutSink {
             ptr: out.as_mut_ptr(),
             m,
             n,

@@ -231,7 +231,7 @@ fn worker_loop(sh: &Shared, index: usize, threads: usize) {
         while sh.generation.load(Ordering::Acquire) == seen && !sh.shutdown.load(Ordering::Relaxed)
         {
             n = n.wrapping_add(1);
-            if n % 64 == 0 && start.elapsed() >= sh.spin {
+            if n.is_multiple_of(64) && start.elapsed() >= sh.spin {
                 let mut l = sh.lock.lock().unwrap_or_else(|e| e.into_inner());
                 sh.sleepers.fetch_add(1, Ordering::SeqCst);
                 while sh.generation.load(Ordering::SeqCst) == seen

@@ -38,6 +38,7 @@ pub fn w4a8(w: &QuantWeights, a: &QuantActs) -> Vec<f64> {
 }
 
 /// W4A16: dequantized weights × bf16 activations, accumulated in f64.
+#[allow(clippy::needless_range_loop)] // the index form mirrors the formula
 pub fn w4a16(w: &QuantWeights, x: Bf16Rows<'_>) -> Vec<f64> {
     assert_eq!(w.k, x.k, "reference w4a16: K mismatch");
     let (m_rows, n_cols, k) = (x.m, w.n, w.k);

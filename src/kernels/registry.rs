@@ -302,7 +302,12 @@ pub fn env_override() -> Option<&'static str> {
 /// this path (an error if unknown or unavailable), else [`best`] for [`Phase::for_m`]. A scalar
 /// variant serves every path and phase, so this fails only through the override.
 pub fn select(path: KernelPath, m: usize) -> Result<Ready, KernelError> {
-    if let Some(name) = env_override() {
+    select_with(path, m, env_override())
+}
+
+/// [`select`] with an explicit override name instead of `EDGEPLAN_KERNEL`.
+pub fn select_with(path: KernelPath, m: usize, forced: Option<&str>) -> Result<Ready, KernelError> {
+    if let Some(name) = forced {
         let v = by_name(name)?;
         if v.path() == path {
             return v.ready();

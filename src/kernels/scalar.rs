@@ -7,7 +7,7 @@ use std::ops::Range;
 
 use super::acts::QuantActs;
 use super::driver::w4a8_panels;
-use super::pack::{PANEL, PackedW4, record_code, record_scale, record_zero};
+use super::pack::{CODES_BYTES, PANEL, PackedW4, record_scale, record_zero};
 use super::pool::ThreadPool;
 use super::registry::{KernelFn, Phase, Variant};
 use super::weights::GROUP;
@@ -44,10 +44,23 @@ pub fn panel(
         for r in rows.clone() {
             let x = &a.row(r)[g * GROUP..][..GROUP];
             let (sa, big_a) = (a.scale(r, g), a.sum(r, g) as f32);
-            for c in 0..PANEL {
-                let d: i32 = (0..GROUP)
-                    .map(|kk| record_code(rec, c, kk) as i32 * x[kk] as i32)
-                    .sum();
+            // D for the 64 columns, walking the record in storage order: chunk (o, j), byte
+            // 4c + t holds k = 8o + t (low nibble) and 8o + 4 + t (high nibble) of column 16j + c.
+            let mut dsum = [0i32; PANEL];
+            for (o, octet) in rec[..CODES_BYTES].chunks_exact(256).enumerate() {
+                let (xlo, xhi) = (&x[8 * o..8 * o + 4], &x[8 * o + 4..8 * o + 8]);
+                for (j, chunk) in octet.chunks_exact(64).enumerate() {
+                    for (c, quad) in chunk.chunks_exact(4).enumerate() {
+                        let mut s = 0i32;
+                        for t in 0..4 {
+                            s += (quad[t] & 0x0F) as i32 * xlo[t] as i32
+                                + (quad[t] >> 4) as i32 * xhi[t] as i32;
+                        }
+                        dsum[16 * j + c] += s;
+                    }
+                }
+            }
+            for (c, &d) in dsum.iter().enumerate() {
                 let (sw, z) = (record_scale(rec, c).to_f32(), record_zero(rec, c).to_f32());
                 let t = (-z).mul_add(big_a, d as f32);
                 let o = &mut acc[(r - r0) * PANEL + c];

@@ -279,3 +279,27 @@ fn registry_names_are_unique_and_forceable() {
     let mut wrong = vec![0.0; 2];
     assert!(scalar.w4a8(pool(1), &w, &a, &mut wrong).is_err());
 }
+
+#[test]
+fn override_forces_or_explains() {
+    let forced = registry::select_with(KernelPath::W4A8, 128, Some("w4a8-scalar")).unwrap();
+    assert_eq!(forced.name(), "w4a8-scalar");
+    assert!(matches!(
+        registry::select_with(KernelPath::W4A8, 1, Some("w4a8-nope")),
+        Err(super::error::KernelError::UnknownKernel(_))
+    ));
+    // Every unavailable variant is refused with the features it lacks.
+    for v in registry::for_path(KernelPath::W4A8).filter(|v| !v.is_available()) {
+        match registry::select_with(KernelPath::W4A8, 1, Some(v.name)) {
+            Err(super::error::KernelError::Unavailable { missing, .. }) => {
+                assert!(!missing.is_empty())
+            }
+            other => panic!("{}: expected Unavailable, got {other:?}", v.name),
+        }
+    }
+    // Without an override the default serves the phase of M and is available.
+    for m in [1, 4, 5, 512] {
+        let r = registry::select_with(KernelPath::W4A8, m, None).unwrap();
+        assert!(r.variant().is_available());
+    }
+}

@@ -91,13 +91,14 @@ fn activations(m: usize, k: usize, data: Data, rng: &mut Rng) -> Vec<Bf16> {
         .map(|i| match data {
             Data::Huge => Bf16::from_f32(if rng.below(2) == 0 { 1e35 } else { -1e35 }),
             Data::Denormal => Bf16((rng.below(0x7F) as u16 + 1) | ((rng.below(2) as u16) << 15)),
-            Data::ZeroRows if (i / k) % 2 == 0 => Bf16::ZERO,
+            Data::ZeroRows if (i / k).is_multiple_of(2) => Bf16::ZERO,
             _ => Bf16::from_f32(2.0 * rng.unit()),
         })
         .collect()
 }
 
 /// Per-output tolerance bounds for W4A16: (fold magnitude, √Σ(w·a)²).
+#[allow(clippy::needless_range_loop)]
 fn w4a16_mags(w: &QuantWeights, x: &[Bf16], m: usize) -> Vec<(f64, f64)> {
     let k = w.k;
     let mut out = Vec::with_capacity(m * w.n);
@@ -134,17 +135,14 @@ fn check(name: &str, case: &str, got: &[f32], want: &[f64], tol: &[f64]) {
     }
 }
 
+/// A boxed W4A16 entry point.
+pub(crate) type W4Call = Box<dyn Fn(&ThreadPool, &PackedW4, Bf16Rows<'_>, &mut [f32])>;
+/// A boxed bf16 entry point.
+pub(crate) type B16Call = Box<dyn Fn(&ThreadPool, &PackedBf16, Bf16Rows<'_>, &mut [f32])>;
 /// A W4A16 kernel under test: name, entry, and whether it rounds weights to bf16 (AMX).
-pub(crate) type W4Entry = (
-    String,
-    Box<dyn Fn(&ThreadPool, &PackedW4, Bf16Rows<'_>, &mut [f32])>,
-    bool,
-);
+pub(crate) type W4Entry = (String, W4Call, bool);
 /// A bf16 kernel under test.
-pub(crate) type B16Entry = (
-    String,
-    Box<dyn Fn(&ThreadPool, &PackedBf16, Bf16Rows<'_>, &mut [f32])>,
-);
+pub(crate) type B16Entry = (String, B16Call);
 
 /// Every registered W4A16 variant this host can run.
 fn w4a16_registered() -> Vec<W4Entry> {
@@ -153,8 +151,7 @@ fn w4a16_registered() -> Vec<W4Entry> {
         .map(|r| {
             let name = r.name().to_string();
             let amx = r.variant().isa == "amx";
-            let f: Box<dyn Fn(&ThreadPool, &PackedW4, Bf16Rows<'_>, &mut [f32])> =
-                Box::new(move |p, w, x, o| r.w4a16(p, w, x, o).expect("shapes agree"));
+            let f: W4Call = Box::new(move |p, w, x, o| r.w4a16(p, w, x, o).expect("shapes agree"));
             (name, f, amx)
         })
         .collect()
@@ -166,8 +163,7 @@ fn bf16_registered() -> Vec<B16Entry> {
         .into_iter()
         .map(|r| {
             let name = r.name().to_string();
-            let f: Box<dyn Fn(&ThreadPool, &PackedBf16, Bf16Rows<'_>, &mut [f32])> =
-                Box::new(move |p, w, x, o| r.bf16(p, w, x, o).expect("shapes agree"));
+            let f: B16Call = Box::new(move |p, w, x, o| r.bf16(p, w, x, o).expect("shapes agree"));
             (name, f)
         })
         .collect()

@@ -60,7 +60,7 @@ pub fn check_shape(n: usize, k: usize) -> Result<(), KernelError> {
     if n == 0 || k == 0 {
         return Err(KernelError::Shape(format!("empty weight matrix {n}x{k}")));
     }
-    if k % GROUP != 0 {
+    if !k.is_multiple_of(GROUP) {
         return Err(KernelError::Shape(format!(
             "K = {k} is not a multiple of the group size {GROUP}"
         )));

@@ -62,7 +62,14 @@ unsafe fn w4a8_avxvnni(pool: &ThreadPool, w: &PackedW4, a: &QuantActs, out: &mut
 }
 
 #[target_feature(enable = "avx2,fma,avxvnni")]
-fn panel_vnni(w: &PackedW4, a: &QuantActs, p: usize, groups: Range<usize>, rows: Range<usize>, acc: &mut [f32]) {
+fn panel_vnni(
+    w: &PackedW4,
+    a: &QuantActs,
+    p: usize,
+    groups: Range<usize>,
+    rows: Range<usize>,
+    acc: &mut [f32],
+) {
     panel::<true>(w, a, p, groups, rows, acc)
 }
 
@@ -70,12 +77,19 @@ fn panel_vnni(w: &PackedW4, a: &QuantActs, p: usize, groups: Range<usize>, rows:
 /// `vpdpbusd` inner product (only reached from `panel_vnni`, which enables AVX-VNNI).
 #[target_feature(enable = "avx2,fma")]
 #[inline]
-fn panel<const VNNI: bool>(w: &PackedW4, a: &QuantActs, p: usize, groups: Range<usize>, rows: Range<usize>, acc: &mut [f32]) {
+fn panel<const VNNI: bool>(
+    w: &PackedW4,
+    a: &QuantActs,
+    p: usize,
+    groups: Range<usize>,
+    rows: Range<usize>,
+    acc: &mut [f32],
+) {
     let r0 = rows.start;
     acc[..rows.len() * PANEL].fill(0.0);
     for g in groups {
         let rec = w.record(p, g);
-        assert!(rec.len() == RECORD_BYTES && rec.as_ptr() as usize % 32 == 0);
+        assert!(rec.len() == RECORD_BYTES && (rec.as_ptr() as usize).is_multiple_of(32));
         let mut r = r0;
         while r < rows.end {
             if rows.end - r >= 2 {
@@ -130,9 +144,13 @@ fn record_rows<const R: usize, const J: usize, const VNNI: bool>(
                         if VNNI {
                             // SAFETY: VNNI is true only on the `panel_vnni` path, whose
                             // caller guarantees AVX-VNNI.
-                            acc32[r][i] = unsafe { dpbusd(dpbusd(acc32[r][i], lo, alo[r]), hi, ahi[r]) };
+                            acc32[r][i] =
+                                unsafe { dpbusd(dpbusd(acc32[r][i], lo, alo[r]), hi, ahi[r]) };
                         } else {
-                            let s = _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo[r]), _mm256_maddubs_epi16(hi, ahi[r]));
+                            let s = _mm256_add_epi16(
+                                _mm256_maddubs_epi16(lo, alo[r]),
+                                _mm256_maddubs_epi16(hi, ahi[r]),
+                            );
                             acc16[r][i] = _mm256_add_epi16(acc16[r][i], s);
                         }
                     }
@@ -142,7 +160,8 @@ fn record_rows<const R: usize, const J: usize, const VNNI: bool>(
         if !VNNI {
             for r in 0..R {
                 for i in 0..2 * J {
-                    acc32[r][i] = _mm256_add_epi32(acc32[r][i], _mm256_madd_epi16(acc16[r][i], ones));
+                    acc32[r][i] =
+                        _mm256_add_epi32(acc32[r][i], _mm256_madd_epi16(acc16[r][i], ones));
                 }
             }
         }
@@ -162,7 +181,10 @@ fn record_rows<const R: usize, const J: usize, const VNNI: bool>(
                 // SAFETY: dst holds exactly 8 f32 (unaligned load/store).
                 unsafe {
                     let prev = _mm256_loadu_ps(dst.as_ptr());
-                    _mm256_storeu_ps(dst.as_mut_ptr(), _mm256_fmadd_ps(t, _mm256_mul_ps(sw, vs), prev));
+                    _mm256_storeu_ps(
+                        dst.as_mut_ptr(),
+                        _mm256_fmadd_ps(t, _mm256_mul_ps(sw, vs), prev),
+                    );
                 }
             }
         }
@@ -179,11 +201,13 @@ unsafe fn dpbusd(acc: __m256i, u8s: __m256i, i8s: __m256i) -> __m256i {
     _mm256_dpbusd_avx_epi32(acc, u8s, i8s)
 }
 
-/// Four activation bytes at `x[i..i+4]` as one little-endian dword.
+/// Four activation bytes at `x[i..i+4]` as one little-endian dword (a plain unaligned load,
+/// so the broadcast folds into `vpbroadcastd reg, [mem]`).
 #[inline(always)]
 fn dword(x: &[i8], i: usize) -> i32 {
-    let b = &x[i..i + 4];
-    i32::from_le_bytes([b[0] as u8, b[1] as u8, b[2] as u8, b[3] as u8])
+    assert!(i + 4 <= x.len());
+    // SAFETY: i + 4 <= x.len() (asserted; the check is hoisted for the constant-bound loops).
+    unsafe { x.as_ptr().add(i).cast::<i32>().read_unaligned() }
 }
 
 /// Eight little-endian bf16 (16 bytes) widened to f32.

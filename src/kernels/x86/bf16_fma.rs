@@ -21,6 +21,8 @@ pub(crate) const ROW_BYTES: usize = 256;
 ///
 /// `V`'s features are enabled; `panel` holds rows `0..pairs.end`; `act` holds rows
 /// `r0..r0+MR` with `2·pairs.end ≤ k`.
+// Index loops mirror the register blocking (rows × column blocks) on purpose.
+#[allow(clippy::needless_range_loop)]
 #[inline(always)]
 unsafe fn micro<V: Lanes16, const MR: usize, const JB: usize, const SPLIT: bool>(
     v: V,
@@ -71,6 +73,7 @@ unsafe fn micro<V: Lanes16, const MR: usize, const JB: usize, const SPLIT: bool>
 /// # Safety
 ///
 /// As [`micro`], with `mr ∈ 1..=4`.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 unsafe fn block<V: Lanes16>(
     v: V,
@@ -113,6 +116,7 @@ fn in_bounds(
 
 /// AVX2 block: rows `r0..r0+mr` of one packed panel over k-pairs `pairs`, into `tile`.
 /// Returns `false` (and computes nothing) if the slices do not cover the request.
+#[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx2,fma")]
 pub(crate) fn block_avx2(
     v: Avx2,
@@ -132,6 +136,7 @@ pub(crate) fn block_avx2(
 }
 
 /// AVX-512 block; same contract as [`block_avx2`].
+#[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
 pub(crate) fn block_avx512(
     v: Avx512,

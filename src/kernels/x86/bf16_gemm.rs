@@ -96,7 +96,7 @@ fn run_amx<T: TileEngine>(
     let Some(sink) = OutSink::new(out, x.m, w.n()) else {
         return;
     };
-    if x.k != w.k() || x.k % 32 != 0 {
+    if x.k != w.k() || !x.k.is_multiple_of(32) {
         return;
     }
     let slabs = 2 * w.panels();

@@ -30,6 +30,8 @@ pub(crate) unsafe trait Lanes16: Copy {
     type F: Copy;
     /// 64 bytes (16 dwords).
     type I: Copy;
+    /// A 64-byte code chunk prepared for [`code`](Lanes16::code).
+    type P: Copy;
 
     /// All lanes 0.0.
     unsafe fn zero(self) -> Self::F;
@@ -49,8 +51,11 @@ pub(crate) unsafe trait Lanes16: Copy {
     unsafe fn store_f(self, p: *mut f32, v: Self::F);
     /// Load 16 bf16 (raw `u16` bits) and widen them to f32 exactly.
     unsafe fn load_bf16(self, p: *const u16) -> Self::F;
-    /// Per dword lane: `((x >> shift) & 15) as f32`, an int4 code as a float.
-    unsafe fn nibble(self, x: Self::I, shift: u32) -> Self::F;
+    /// Prepares one P64·G128 code chunk (byte `4c + t` of dword `c` holds code k0+t in its
+    /// low nibble and k0+4+t in its high nibble) for [`code`](Lanes16::code).
+    unsafe fn prep(self, x: Self::I) -> Self::P;
+    /// Code k0+t (t = 0..8) of the 16 columns as f32.
+    unsafe fn code(self, p: Self::P, t: usize) -> Self::F;
     /// Per dword lane: the low bf16 of the dword as f32 (`x << 16`).
     unsafe fn bf16_lo(self, x: Self::I) -> Self::F;
     /// Per dword lane: the high bf16 of the dword as f32 (`x & 0xFFFF0000`).
@@ -90,10 +95,26 @@ unsafe fn avx2_round_bf16(v: __m256) -> __m256i {
     }
 }
 
+/// `vpshufb` controls: for t = 0..4, every dword takes byte t of itself, zero-extended.
+static BYTE_PICK: [[u8; 32]; 4] = {
+    let mut out = [[0x80u8; 32]; 4];
+    let mut t = 0;
+    while t < 4 {
+        let mut c = 0;
+        while c < 8 {
+            out[t][4 * c] = ((4 * c) % 16 + t) as u8;
+            c += 1;
+        }
+        t += 1;
+    }
+    out
+};
+
 // SAFETY: every method uses only avx2/fma intrinsics; pointer validity is the caller's.
 unsafe impl Lanes16 for Avx2 {
     type F = [__m256; 2];
     type I = [__m256i; 2];
+    type P = [[__m256i; 2]; 2];
 
     #[inline(always)]
     unsafe fn zero(self) -> Self::F {
@@ -161,14 +182,30 @@ unsafe impl Lanes16 for Avx2 {
         }
     }
     #[inline(always)]
-    unsafe fn nibble(self, x: Self::I, shift: u32) -> Self::F {
-        // SAFETY: register-only; the count folds to an immediate after inlining.
+    unsafe fn prep(self, x: Self::I) -> Self::P {
+        // SAFETY: register-only. Low nibbles, and high nibbles moved down (a 16-bit shift
+        // is enough: the mask drops what crosses from the neighbouring byte).
         unsafe {
-            let count = _mm_cvtsi32_si128(shift as i32);
-            let mask = _mm256_set1_epi32(15);
+            let m = _mm256_set1_epi8(0x0F);
             [
-                _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(x[0], count), mask)),
-                _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(x[1], count), mask)),
+                [_mm256_and_si256(x[0], m), _mm256_and_si256(x[1], m)],
+                [
+                    _mm256_and_si256(_mm256_srli_epi16::<4>(x[0]), m),
+                    _mm256_and_si256(_mm256_srli_epi16::<4>(x[1]), m),
+                ],
+            ]
+        }
+    }
+    #[inline(always)]
+    unsafe fn code(self, p: Self::P, t: usize) -> Self::F {
+        // SAFETY: register-only plus a read of the 32-byte constant BYTE_PICK[t % 4];
+        // vpshufb zero-extends byte t of every dword (indices with bit 7 set give 0).
+        unsafe {
+            let src = p[t / 4];
+            let pick = _mm256_loadu_si256(BYTE_PICK[t % 4].as_ptr().cast());
+            [
+                _mm256_cvtepi32_ps(_mm256_shuffle_epi8(src[0], pick)),
+                _mm256_cvtepi32_ps(_mm256_shuffle_epi8(src[1], pick)),
             ]
         }
     }
@@ -249,6 +286,7 @@ fn load_consts(lut: &[f32; 16], idx: &[u16; 32]) -> (__m512, __m512i) {
 unsafe impl Lanes16 for Avx512 {
     type F = __m512;
     type I = __m512i;
+    type P = __m512i;
 
     #[inline(always)]
     unsafe fn zero(self) -> Self::F {
@@ -299,10 +337,16 @@ unsafe impl Lanes16 for Avx512 {
         }
     }
     #[inline(always)]
-    unsafe fn nibble(self, x: Self::I, shift: u32) -> Self::F {
-        // SAFETY: register-only; vpermps uses the low 4 bits of each shifted dword.
+    unsafe fn prep(self, x: Self::I) -> Self::P {
+        x
+    }
+    #[inline(always)]
+    unsafe fn code(self, x: Self::P, t: usize) -> Self::F {
+        // SAFETY: register-only; vpermps reads only the low 4 bits of each shifted dword,
+        // so no mask is needed. The shift count folds to an immediate after unrolling.
         unsafe {
-            let idx = _mm512_srl_epi32(x, _mm_cvtsi32_si128(shift as i32));
+            let shift = [0, 8, 16, 24, 4, 12, 20, 28][t];
+            let idx = _mm512_srl_epi32(x, _mm_cvtsi32_si128(shift));
             _mm512_permutexvar_ps(idx, self.lut)
         }
     }

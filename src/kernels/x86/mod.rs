@@ -19,11 +19,13 @@ use std::sync::OnceLock;
 use super::cpu::Feature;
 use super::registry::Variant;
 
+mod amx;
 mod amx_bf16;
 mod amx_drive;
 #[cfg(test)]
 mod amx_emu_tests;
 mod avx2;
+mod avx512;
 mod bf16_fma;
 mod bf16_gemm;
 mod lanes;
@@ -36,6 +38,8 @@ mod w4a16_gemm;
 
 /// The x86 variants, in registry order. Add new x86 variants here (one line each).
 pub static VARIANTS: &[&Variant] = &[
+    &amx::W4A8_AMX,
+    &avx512::W4A8_AVX512VNNI,
     &avx2::W4A8_AVXVNNI,
     &avx2::W4A8_AVX2,
     &w4a16_gemm::GEMM_AMX,

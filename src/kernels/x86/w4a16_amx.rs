@@ -23,9 +23,6 @@ use crate::kernels::pool::{ThreadPool, split_range};
 /// Bytes of one dequantized VNNI-2 row (32 columns × 2 bf16).
 const SLAB_ROW: usize = 128;
 
-/// Shift that brings code k0+t (t = 0..8) of a column to the low nibble of its dword.
-const SHIFTS: [u32; 8] = [0, 8, 16, 24, 4, 12, 20, 28];
-
 /// Dequantizes half-panel `half` (sub-blocks 2·half, 2·half+1) of `panel` into `dst`.
 ///
 /// # Safety
@@ -44,11 +41,11 @@ unsafe fn dequant<V: Lanes16>(v: V, panel: *const u8, groups: usize, half: usize
                 let s = v.load_bf16(rec.add(SCALE_OFFSET + 32 * j).cast());
                 let z = v.load_bf16(rec.add(ZERO_OFFSET + 32 * j).cast());
                 for o in 0..16 {
-                    let x = v.load_i(rec.add(o * 256 + j * 64));
+                    let x = v.prep(v.load_i(rec.add(o * 256 + j * 64)));
                     let pair0 = (g * 128 + o * 8) / 2;
                     for u in 0..4 {
-                        let w0 = v.mul(v.sub(v.nibble(x, SHIFTS[2 * u]), z), s);
-                        let w1 = v.mul(v.sub(v.nibble(x, SHIFTS[2 * u + 1]), z), s);
+                        let w0 = v.mul(v.sub(v.code(x, 2 * u), z), s);
+                        let w1 = v.mul(v.sub(v.code(x, 2 * u + 1), z), s);
                         v.store_bf16_pairs(dst.add((pair0 + u) * SLAB_ROW + jj * 64), w0, w1);
                     }
                 }
@@ -103,7 +100,7 @@ pub(crate) fn gemm<T: TileEngine>(
     let Some(sink) = OutSink::new(out, x.m, w.n()) else {
         return;
     };
-    if x.k != w.k() || x.k % 32 != 0 {
+    if x.k != w.k() || !x.k.is_multiple_of(32) {
         return;
     }
     let slabs = 2 * w.panels();

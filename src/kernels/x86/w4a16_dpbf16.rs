@@ -75,6 +75,8 @@ fn load3(lut: &[u16; 32], p0: &[u8; 64], p1: &[u8; 64]) -> (__m512i, __m512i, __
 ///
 /// AVX-512 F/BW/BF16 enabled in the caller; `panel` holds records `0..groups.end`; `xa`
 /// holds the bf16 rows `r0..r0+MR` (K each) and `act` their Σa.
+// Index loops mirror the register blocking (rows × column blocks) on purpose.
+#[allow(clippy::needless_range_loop)]
 #[inline(always)]
 unsafe fn micro<const MR: usize>(
     d: DpBf16,
@@ -141,6 +143,7 @@ unsafe fn micro<const MR: usize>(
 /// Rows `r0..r0+mr` (mr ≤ 4) of one panel over `groups` into `tile`; `xa` are the raw bf16
 /// activations `[m][k]` and `act` their flushed f32 form (for Σa). Returns `false` (and
 /// computes nothing) when the slices do not cover the request.
+#[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
 pub(crate) fn block(
     d: DpBf16,

@@ -2,8 +2,8 @@
 //!
 //! Per record (64 columns × 128 k) and 16-column sub-block: one 64-byte load gives 8 code
 //! vectors (`lo`/`hi` nibbles of the 4 bytes per column); each becomes 16 f32 by
-//! [`Lanes16::nibble`] (`vpermps` on a 16-float table on AVX-512, shift/and/convert on
-//! AVX2) and is FMA'd against the broadcast activation of up to 4 rows. The zero point is
+//! [`Lanes16::code`] (`vpermps` on a 16-float table on AVX-512; on AVX2 two masks per
+//! chunk, then `vpshufb` + convert per code) and is FMA'd against the broadcast activation of up to 4 rows. The zero point is
 //! folded once per group in f32: `y += s·(Σ q·a − z·Σa)` (kernels.md §2), so fractional
 //! zeros cost nothing extra.
 //!
@@ -28,6 +28,8 @@ const OCTET_BYTES: usize = 256;
 ///
 /// `V`'s features are enabled in the caller; `panel` holds records `0..g1`; `act` holds
 /// rows `r0..r0+MR` and groups `0..g1`.
+// Index loops mirror the register blocking (rows × column blocks) on purpose.
+#[allow(clippy::needless_range_loop)]
 #[inline(always)]
 unsafe fn micro<V: Lanes16, const MR: usize, const JB: usize, const SPLIT: bool>(
     v: V,
@@ -54,10 +56,10 @@ unsafe fn micro<V: Lanes16, const MR: usize, const JB: usize, const SPLIT: bool>
                 for o in 0..16 {
                     let k0 = g * 128 + o * 8;
                     for jj in 0..JB {
-                        let x = v.load_i(rec.add(o * OCTET_BYTES + (jb + jj) * 64));
+                        let x = v.prep(v.load_i(rec.add(o * OCTET_BYTES + (jb + jj) * 64)));
                         for t in 0..4 {
-                            let wl = v.nibble(x, 8 * t as u32);
-                            let wh = v.nibble(x, 8 * t as u32 + 4);
+                            let wl = v.code(x, t);
+                            let wh = v.code(x, t + 4);
                             for m in 0..MR {
                                 let row = a.add((r0 + m) * k + k0);
                                 let al = v.splat(*row.add(t));
@@ -99,6 +101,7 @@ unsafe fn micro<V: Lanes16, const MR: usize, const JB: usize, const SPLIT: bool>
 /// # Safety
 ///
 /// As [`micro`], with `mr ∈ 1..=4`.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 unsafe fn block<V: Lanes16>(
     v: V,
@@ -117,8 +120,8 @@ unsafe fn block<V: Lanes16>(
             (true, 2) => micro::<V, 2, 4, true>(v, panel, groups, act, r0, tile),
             (true, 3) => micro::<V, 3, 4, false>(v, panel, groups, act, r0, tile),
             (true, _) => micro::<V, 4, 4, false>(v, panel, groups, act, r0, tile),
-            (false, 1) => micro::<V, 1, 2, true>(v, panel, groups, act, r0, tile),
-            (false, 2) => micro::<V, 2, 1, true>(v, panel, groups, act, r0, tile),
+            (false, 1) => micro::<V, 1, 4, false>(v, panel, groups, act, r0, tile),
+            (false, 2) => micro::<V, 2, 2, false>(v, panel, groups, act, r0, tile),
             (false, 3) => micro::<V, 3, 1, false>(v, panel, groups, act, r0, tile),
             (false, _) => micro::<V, 4, 1, false>(v, panel, groups, act, r0, tile),
         }
@@ -143,6 +146,7 @@ fn in_bounds(
 
 /// AVX2 + FMA block: rows `r0..r0+mr` of one panel over `groups`, into `tile`.
 /// Returns `false` (and computes nothing) if the slices do not cover the request.
+#[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx2,fma")]
 pub(crate) fn block_avx2(
     v: Avx2,
@@ -162,6 +166,7 @@ pub(crate) fn block_avx2(
 }
 
 /// AVX-512 block (LUT dequant with `vpermps`); same contract as [`block_avx2`].
+#[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
 pub(crate) fn block_avx512(
     v: Avx512,

@@ -1,0 +1,537 @@
+//! W4A8 prefill on AMX-INT8 (kernels.md §4.3): 2×2 C tiles (32 rows × 32 columns), B tiles
+//! unpacked from the P64·G128 record into a 4 KB L1 buffer once per (M-chunk, half-panel,
+//! group), `tdpbsud` (A = int8 activations, B = u8 codes 0..15), per-group `tilestored` and an
+//! f32 epilogue `acc += (D − z·A)·(s_w·s_a)` that runs on the **previous** M-block's C buffer
+//! while the current block's TDPs are in flight (two C buffers, ggml-style).
+//!
+//! Tile config (palette 1): tmm0/1 = A (16 rows × 64 B), tmm2/3 = B (16 k-quads × 64 B),
+//! tmm4–7 = C (16 × 16 int32). Tiles 8–15 and reserved bytes are zero. Each worker loads the
+//! config itself at the start of every call (from a live, 64-aligned local the `asm!` reads)
+//! and releases the tiles at the end. Rows past M come from [`QuantActs`]' zero padding (to a
+//! multiple of 16), so partial M needs neither a copy nor a reconfiguration; a block with at
+//! most 16 live rows runs the 1×2 tile shape.
+//!
+//! The tile operations sit behind the [`Tiles`] trait: [`Amx`] issues the instructions,
+//! [`Emulated`] computes the same TDPBSUD semantics in scalar code. The emulator lets the
+//! whole driver (unpack, padding, double buffering, threading, epilogue indexing) be tested
+//! on hosts without AMX; the `asm!` blocks themselves only run where AMX is available.
+
+use std::arch::asm;
+use std::arch::x86_64::*;
+
+use crate::kernels::acts::QuantActs;
+use crate::kernels::buf::carve;
+use crate::kernels::cpu::Feature;
+use crate::kernels::pack::{PANEL, PackedW4, SCALE_OFFSET, ZERO_OFFSET, record_scale, record_zero};
+use crate::kernels::pool::{SharedMut, ThreadPool, split_range};
+use crate::kernels::registry::{KernelFn, Phase, Variant};
+use crate::kernels::weights::GROUP;
+
+/// AMX-INT8 W4A8 prefill.
+pub static W4A8_AMX: Variant = Variant {
+    name: "w4a8-amx",
+    isa: "amx-int8",
+    phases: &[Phase::Prefill],
+    requires: &[
+        Feature::AmxTile,
+        Feature::AmxInt8,
+        Feature::Avx512f,
+        Feature::Avx512bw,
+        Feature::Fma,
+    ],
+    rank: 40,
+    kernel: KernelFn::W4A8(w4a8_amx),
+};
+
+/// Rows per M-chunk (the A chunk stays in L2; the f32 accumulator is 128 × 32 × 4 = 16 KB).
+const M_CHUNK: usize = 128;
+/// Columns per half-panel (two 16-column C tiles).
+const HALF: usize = 32;
+/// Bytes of one tile (16 rows × 64 B).
+const TILE: usize = 1024;
+
+/// The palette-1 tile configuration (64 bytes, 64-aligned).
+#[repr(C, align(64))]
+struct TileConfig {
+    palette: u8,
+    start_row: u8,
+    reserved: [u8; 14],
+    colsb: [u16; 16],
+    rows: [u8; 16],
+}
+const _: () = assert!(std::mem::size_of::<TileConfig>() == 64);
+
+impl TileConfig {
+    /// Tiles 0–7: 16 rows × 64 bytes; 8–15 zero.
+    fn all_16x64() -> Self {
+        let mut colsb = [0u16; 16];
+        let mut rows = [0u8; 16];
+        for t in 0..8 {
+            colsb[t] = 64;
+            rows[t] = 16;
+        }
+        Self {
+            palette: 1,
+            start_row: 0,
+            reserved: [0; 14],
+            colsb,
+            rows,
+        }
+    }
+}
+
+/// What the driver needs from a tile engine.
+pub(super) trait Tiles: Sync {
+    /// Called by each worker before its first block in a call.
+    fn begin(&self);
+    /// Called by each worker after its last block in a call.
+    fn end(&self);
+    /// `C[rb][jj] = Σ_{s<2} A[rb][s] · B[jj][s]` for `rb < row_blocks` (1 or 2): A rows at
+    /// `a` with stride `lda` (tile rb at `a + 16·rb·lda`, k-step s at `+ 64·s`), B tile
+    /// (jj, s) at `b[(2·jj + s)·1024..]`, C tile (rb, jj) stored at `c[(2·rb + jj)·256..]`
+    /// (16 × 16 int32, row stride 64 B).
+    ///
+    /// # Safety
+    /// `a` is valid for reads of `16·row_blocks` rows of `lda` bytes from its offset, with
+    /// at least 128 bytes per row from `a`.
+    unsafe fn block(
+        &self,
+        a: *const i8,
+        lda: usize,
+        row_blocks: usize,
+        b: &[u8; 4 * TILE],
+        c: &mut [i32; 4 * 256],
+    );
+    /// `acc[r][jj·16 + col] += (D − z·A_r)·(s_w·s_a,r)` for `r < rows` of a stored C block,
+    /// with `ctx` giving the per-row activation scale and sum and the per-column scale/zero.
+    fn epilogue(&self, c: &[i32; 4 * 256], ctx: &EpilogueCtx<'_>, acc: &mut [f32]);
+}
+
+/// Per-block epilogue inputs.
+pub(super) struct EpilogueCtx<'a> {
+    /// Live rows of the block (≤ 32).
+    pub rows: usize,
+    /// Activation scale per live row.
+    pub sa: &'a [f32],
+    /// Activation code sum per live row.
+    pub big_a: &'a [f32],
+    /// The record (scales/zeros are read for the 32 columns at `col0`).
+    pub rec: &'a [u8],
+    /// First column (within the panel) of the half-panel: 0 or 32.
+    pub col0: usize,
+}
+
+/// The hardware engine. Holding one proves AMX-INT8 (CPU, OS, permission), AVX-512 F/BW and
+/// FMA are usable, which is what makes its safe methods sound.
+pub(super) struct Amx {
+    _proof: (),
+}
+
+impl Amx {
+    /// # Safety
+    /// The host supports everything `W4A8_AMX.requires` lists.
+    unsafe fn new_unchecked() -> Self {
+        Amx { _proof: () }
+    }
+}
+
+impl Tiles for Amx {
+    fn begin(&self) {
+        let cfg = TileConfig::all_16x64();
+        // SAFETY: an `Amx` exists only when AMX is usable (CPU, OS and permission; see
+        // `new_unchecked`). The config is valid (palette 1, tiles 0–7 ≤ 16 × 64, rest zero) and
+        // lives on the stack for the duration of the instruction, which reads it (readonly,
+        // not nomem).
+        unsafe {
+            asm!("ldtilecfg [{}]", in(reg) &cfg as *const TileConfig, options(nostack, readonly, preserves_flags));
+        }
+    }
+
+    fn end(&self) {
+        // SAFETY: AMX is usable (an `Amx` exists); tilerelease only resets tile state.
+        unsafe { asm!("tilerelease", options(nostack, nomem, preserves_flags)) };
+    }
+
+    unsafe fn block(
+        &self,
+        a: *const i8,
+        lda: usize,
+        row_blocks: usize,
+        b: &[u8; 4 * TILE],
+        c: &mut [i32; 4 * 256],
+    ) {
+        let (bp, cp) = (b.as_ptr(), c.as_mut_ptr());
+        if row_blocks == 2 {
+            // SAFETY: AMX usable (an `Amx` exists); tiles configured by `begin` on this thread
+            // (the driver calls `begin` before any block); A reads stay inside the
+            // caller's contract (32 rows × 128 bytes), B/C are the 4 KB buffers passed in.
+            // The stride is the index register of every tileloadd/tilestored (pitfall 2).
+            unsafe {
+                asm!(
+                    "tilezero tmm4",
+                    "tilezero tmm5",
+                    "tilezero tmm6",
+                    "tilezero tmm7",
+                    "tileloadd tmm0, [{a0} + {lda}*1]",
+                    "tileloadd tmm1, [{a1} + {lda}*1]",
+                    "tileloadd tmm2, [{b} + {ldb}*1]",
+                    "tileloadd tmm3, [{b} + {ldb}*1 + 2048]",
+                    "tdpbsud tmm4, tmm0, tmm2",
+                    "tdpbsud tmm5, tmm0, tmm3",
+                    "tdpbsud tmm6, tmm1, tmm2",
+                    "tdpbsud tmm7, tmm1, tmm3",
+                    "tileloadd tmm0, [{a0} + {lda}*1 + 64]",
+                    "tileloadd tmm1, [{a1} + {lda}*1 + 64]",
+                    "tileloadd tmm2, [{b} + {ldb}*1 + 1024]",
+                    "tileloadd tmm3, [{b} + {ldb}*1 + 3072]",
+                    "tdpbsud tmm4, tmm0, tmm2",
+                    "tdpbsud tmm5, tmm0, tmm3",
+                    "tdpbsud tmm6, tmm1, tmm2",
+                    "tdpbsud tmm7, tmm1, tmm3",
+                    "tilestored [{c} + {ldb}*1], tmm4",
+                    "tilestored [{c} + {ldb}*1 + 1024], tmm5",
+                    "tilestored [{c} + {ldb}*1 + 2048], tmm6",
+                    "tilestored [{c} + {ldb}*1 + 3072], tmm7",
+                    a0 = in(reg) a,
+                    a1 = in(reg) a.add(16 * lda),
+                    lda = in(reg) lda,
+                    b = in(reg) bp,
+                    ldb = in(reg) 64usize,
+                    c = in(reg) cp,
+                    out("tmm0") _, out("tmm1") _, out("tmm2") _, out("tmm3") _,
+                    out("tmm4") _, out("tmm5") _, out("tmm6") _, out("tmm7") _,
+                    options(nostack, preserves_flags),
+                );
+            }
+        } else {
+            // SAFETY: as above with 16 rows of A.
+            unsafe {
+                asm!(
+                    "tilezero tmm4",
+                    "tilezero tmm5",
+                    "tileloadd tmm0, [{a0} + {lda}*1]",
+                    "tileloadd tmm2, [{b} + {ldb}*1]",
+                    "tileloadd tmm3, [{b} + {ldb}*1 + 2048]",
+                    "tdpbsud tmm4, tmm0, tmm2",
+                    "tdpbsud tmm5, tmm0, tmm3",
+                    "tileloadd tmm0, [{a0} + {lda}*1 + 64]",
+                    "tileloadd tmm2, [{b} + {ldb}*1 + 1024]",
+                    "tileloadd tmm3, [{b} + {ldb}*1 + 3072]",
+                    "tdpbsud tmm4, tmm0, tmm2",
+                    "tdpbsud tmm5, tmm0, tmm3",
+                    "tilestored [{c} + {ldb}*1], tmm4",
+                    "tilestored [{c} + {ldb}*1 + 1024], tmm5",
+                    a0 = in(reg) a,
+                    lda = in(reg) lda,
+                    b = in(reg) bp,
+                    ldb = in(reg) 64usize,
+                    c = in(reg) cp,
+                    out("tmm0") _, out("tmm2") _, out("tmm3") _, out("tmm4") _, out("tmm5") _,
+                    options(nostack, preserves_flags),
+                );
+            }
+        }
+    }
+
+    fn epilogue(&self, c: &[i32; 4 * 256], ctx: &EpilogueCtx<'_>, acc: &mut [f32]) {
+        // SAFETY: an `Amx` exists only when AVX-512 F and FMA are usable (`new_unchecked`).
+        unsafe { epilogue_avx512(c, ctx, acc) }
+    }
+}
+
+#[target_feature(enable = "avx512f,fma")]
+fn epilogue_avx512(c: &[i32; 4 * 256], ctx: &EpilogueCtx<'_>, acc: &mut [f32]) {
+    for jj in 0..2 {
+        let col = ctx.col0 + 16 * jj;
+        let sw = super::avx512::bf16x16(&ctx.rec[SCALE_OFFSET + 2 * col..][..32]);
+        let z = super::avx512::bf16x16(&ctx.rec[ZERO_OFFSET + 2 * col..][..32]);
+        for r in 0..ctx.rows {
+            let (rb, rr) = (r / 16, r % 16);
+            let src = &c[(2 * rb + jj) * 256 + rr * 16..][..16];
+            let dst = &mut acc[r * HALF + 16 * jj..][..16];
+            // SAFETY: src and dst hold exactly 16 values (unaligned loads/stores).
+            unsafe {
+                let d = _mm512_cvtepi32_ps(_mm512_loadu_si512(src.as_ptr().cast()));
+                let t = _mm512_fnmadd_ps(z, _mm512_set1_ps(ctx.big_a[r]), d);
+                let s = _mm512_mul_ps(sw, _mm512_set1_ps(ctx.sa[r]));
+                _mm512_storeu_ps(
+                    dst.as_mut_ptr(),
+                    _mm512_fmadd_ps(t, s, _mm512_loadu_ps(dst.as_ptr())),
+                );
+            }
+        }
+    }
+}
+
+/// Scalar model of the tile operations (TDPBSUD semantics), for testing the driver.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(super) struct Emulated;
+
+impl Tiles for Emulated {
+    fn begin(&self) {}
+    fn end(&self) {}
+
+    unsafe fn block(
+        &self,
+        a: *const i8,
+        lda: usize,
+        row_blocks: usize,
+        b: &[u8; 4 * TILE],
+        c: &mut [i32; 4 * 256],
+    ) {
+        for rb in 0..row_blocks {
+            for jj in 0..2 {
+                for r in 0..16 {
+                    for n in 0..16 {
+                        let mut sum = 0i32;
+                        for s in 0..2 {
+                            for kq in 0..16 {
+                                for t in 0..4 {
+                                    // SAFETY: within the A rows the caller guarantees.
+                                    let av = unsafe {
+                                        *a.add((16 * rb + r) * lda + 64 * s + 4 * kq + t)
+                                    } as i32;
+                                    let bv = b[(2 * jj + s) * TILE + kq * 64 + 4 * n + t] as i32;
+                                    sum += av * bv;
+                                }
+                            }
+                        }
+                        c[(2 * rb + jj) * 256 + r * 16 + n] = sum;
+                    }
+                }
+            }
+        }
+    }
+
+    fn epilogue(&self, c: &[i32; 4 * 256], ctx: &EpilogueCtx<'_>, acc: &mut [f32]) {
+        for jj in 0..2 {
+            for n in 0..16 {
+                let col = ctx.col0 + 16 * jj + n;
+                let (sw, z) = (
+                    record_scale(ctx.rec, col).to_f32(),
+                    record_zero(ctx.rec, col).to_f32(),
+                );
+                for r in 0..ctx.rows {
+                    let d = c[(2 * (r / 16) + jj) * 256 + (r % 16) * 16 + n] as f32;
+                    let t = (-z).mul_add(ctx.big_a[r], d);
+                    let o = &mut acc[r * HALF + 16 * jj + n];
+                    *o = t.mul_add(sw * ctx.sa[r], *o);
+                }
+            }
+        }
+    }
+}
+
+/// Unpack the 4 B tiles of one half-panel `h` (columns 32h..32h+32) of a record:
+/// tile (jj, s) row 2o' / 2o'+1 = low / high nibbles of chunk (8s + o', 2h + jj).
+fn unpack_b(rec: &[u8], h: usize, b: &mut [u8; 4 * TILE]) {
+    for jj in 0..2 {
+        for s in 0..2 {
+            for o2 in 0..8 {
+                let src = &rec[(8 * s + o2) * 256 + (2 * h + jj) * 64..][..64];
+                let dst = &mut b[(2 * jj + s) * TILE + 2 * o2 * 64..][..128];
+                let (lo, hi) = dst.split_at_mut(64);
+                for i in 0..64 {
+                    lo[i] = src[i] & 0x0F;
+                    hi[i] = src[i] >> 4;
+                }
+            }
+        }
+    }
+}
+
+/// # Safety
+/// The CPU supports AMX-INT8 (with OS support and permission), AVX-512 F/BW and FMA; shapes
+/// as in `registry::W4A8Fn`.
+unsafe fn w4a8_amx(pool: &ThreadPool, w: &PackedW4, a: &QuantActs, out: &mut [f32]) {
+    // SAFETY: the caller guarantees the variant's features (registry::W4A8Fn contract).
+    let amx = unsafe { Amx::new_unchecked() };
+    w4a8_tiles(pool, w, a, out, &amx);
+}
+
+/// The tile driver, generic over the engine (see the module docs).
+pub(super) fn w4a8_tiles<T: Tiles>(
+    pool: &ThreadPool,
+    w: &PackedW4,
+    a: &QuantActs,
+    out: &mut [f32],
+    tiles: &T,
+) {
+    let (m, n, k, groups) = (a.m(), w.n(), w.k(), w.groups());
+    let halves = n.div_ceil(HALF);
+    let chunks = m.div_ceil(M_CHUNK);
+    let units = halves * chunks;
+    let out = SharedMut::new(out);
+    let codes = a.codes();
+    assert!(codes.len() >= a.m_padded() * k && a.m_padded().is_multiple_of(16));
+    pool.run(|wk| {
+        let mine = split_range(units, wk.threads, wk.index);
+        if mine.is_empty() {
+            return;
+        }
+        let mut scratch =
+            wk.scratch(4 * TILE + 2 * 4 * TILE + M_CHUNK * HALF * 4 + 2 * M_CHUNK * 4);
+        let b: &mut [u8] = carve(&mut scratch, 4 * TILE);
+        let b: &mut [u8; 4 * TILE] = b.try_into().expect("4 KB B buffer");
+        let cbuf: &mut [i32] = carve(&mut scratch, 2 * 4 * 256);
+        let (c0, c1) = cbuf.split_at_mut(4 * 256);
+        let cs: [&mut [i32; 1024]; 2] = [c0.try_into().expect("C0"), c1.try_into().expect("C1")];
+        let acc: &mut [f32] = carve(&mut scratch, M_CHUNK * HALF);
+        let sa: &mut [f32] = carve(&mut scratch, M_CHUNK);
+        let big_a: &mut [f32] = carve(&mut scratch, M_CHUNK);
+        tiles.begin();
+        for unit in mine {
+            let (hp, chunk) = (unit / chunks, unit % chunks);
+            let (p, h) = (hp / 2, hp % 2);
+            let m0 = chunk * M_CHUNK;
+            let rows = M_CHUNK.min(m - m0);
+            acc[..rows * HALF].fill(0.0);
+            for g in 0..groups {
+                let rec = w.record(p, g);
+                unpack_b(rec, h, b);
+                for r in 0..rows {
+                    sa[r] = a.scale(m0 + r, g);
+                    big_a[r] = a.sum(m0 + r, g) as f32;
+                }
+                // Double-buffered: TDPs of block i, then the epilogue of block i − 1.
+                let mut prev: Option<(usize, usize, usize)> = None; // (buffer, first row, live rows)
+                for (i, r0) in (0..rows).step_by(32).enumerate() {
+                    let live = 32.min(rows - r0);
+                    let row_blocks = live.div_ceil(16);
+                    let a_ptr = codes[(m0 + r0) * k + g * GROUP..].as_ptr();
+                    // SAFETY: rows m0+r0 .. m0+r0+16·row_blocks ≤ m_padded exist in `codes`
+                    // (padded to 16 rows), each with ≥ 128 bytes from column g·128 (K ≥ 128(g+1)).
+                    unsafe { tiles.block(a_ptr, k, row_blocks, b, cs[i % 2]) };
+                    if let Some((buf, pr0, plive)) = prev {
+                        epilogue_at(tiles, &*cs[buf], rec, h, pr0, plive, sa, big_a, acc);
+                    }
+                    prev = Some((i % 2, r0, live));
+                }
+                if let Some((buf, pr0, plive)) = prev {
+                    epilogue_at(tiles, &*cs[buf], rec, h, pr0, plive, sa, big_a, acc);
+                }
+            }
+            let c0 = p * PANEL + h * HALF;
+            let cols = HALF.min(n - c0);
+            for r in 0..rows {
+                // SAFETY: each (half-panel, M-chunk) unit, hence each (row, column) range,
+                // belongs to exactly one thread.
+                let dst = unsafe { out.slice((m0 + r) * n + c0, cols) };
+                dst.copy_from_slice(&acc[r * HALF..][..cols]);
+            }
+        }
+        tiles.end();
+    });
+}
+
+#[allow(clippy::too_many_arguments)]
+fn epilogue_at<T: Tiles>(
+    tiles: &T,
+    c: &[i32; 1024],
+    rec: &[u8],
+    h: usize,
+    r0: usize,
+    live: usize,
+    sa: &[f32],
+    big_a: &[f32],
+    acc: &mut [f32],
+) {
+    let ctx = EpilogueCtx {
+        rows: live,
+        sa: &sa[r0..r0 + live],
+        big_a: &big_a[r0..r0 + live],
+        rec,
+        col0: h * HALF,
+    };
+    tiles.epilogue(c, &ctx, &mut acc[r0 * HALF..(r0 + live) * HALF]);
+}
+
+#[cfg(test)]
+mod tests {
+    //! The AMX driver with the scalar tile emulator, against the exact reference; and the
+    //! real AMX variant where the host has it.
+    use super::*;
+    use crate::kernels::acts::Bf16Rows;
+    use crate::kernels::bf16::Bf16;
+    use crate::kernels::fidelity::Rng;
+    use crate::kernels::reference;
+
+    fn case(m: usize, n: usize, k: usize, seed: u64, threads: usize) {
+        let w = PackedW4::random(n, k, seed).unwrap();
+        let mut rng = Rng::new(seed);
+        let x: Vec<Bf16> = (0..m * k)
+            .map(|_| Bf16::from_f32(rng.normal() as f32))
+            .collect();
+        let a = QuantActs::quantize(Bf16Rows::new(&x, m, k).unwrap()).unwrap();
+        let want = reference::w4a8(&w.unpack(), &a);
+        let pool = ThreadPool::new(threads).unwrap();
+        let mut got = vec![f32::NAN; m * n];
+        w4a8_tiles(&pool, &w, &a, &mut got, &Emulated);
+        let err = reference::rel_error(&got, &want);
+        assert!(
+            err < 1e-5,
+            "emulated AMX driver M={m} N={n} K={k} seed {seed}: rel error {err:.2e}"
+        );
+        match crate::kernels::registry::by_name("w4a8-amx")
+            .unwrap()
+            .ready()
+        {
+            Ok(amx) => {
+                let mut hw = vec![f32::NAN; m * n];
+                amx.w4a8(&pool, &w, &a, &mut hw).unwrap();
+                let err = reference::rel_error(&hw, &want);
+                assert!(
+                    err < 1e-5,
+                    "w4a8-amx M={m} N={n} K={k} seed {seed}: rel error {err:.2e}"
+                );
+            }
+            Err(e) => eprintln!("SKIPPED w4a8-amx hardware check (M={m}): {e}"),
+        }
+    }
+
+    #[test]
+    fn emulated_driver_matches_reference() {
+        let mut seed = 7000;
+        for m in [1, 5, 16, 17, 31, 32, 33, 64, 129] {
+            for (n, k) in [(63, 128), (200, 256)] {
+                seed += 1;
+                case(m, n, k, seed, 2);
+            }
+        }
+        case(130, 65, 384, 7100, 3);
+    }
+
+    #[test]
+    fn unpack_b_matches_code_positions() {
+        let w = PackedW4::random(64, 128, 3).unwrap();
+        let q = w.unpack();
+        let mut b = [0u8; 4 * TILE];
+        for h in 0..2 {
+            unpack_b(w.record(0, 0), h, &mut b);
+            for jj in 0..2 {
+                for s in 0..2 {
+                    for kq in 0..16 {
+                        for n in 0..16 {
+                            for t in 0..4 {
+                                let col = 32 * h + 16 * jj + n;
+                                let kk = 64 * s + 4 * kq + t;
+                                assert_eq!(
+                                    b[(2 * jj + s) * TILE + kq * 64 + 4 * n + t],
+                                    q.codes[col * 128 + kk]
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn tile_config_is_valid() {
+        let c = TileConfig::all_16x64();
+        assert_eq!(c.palette, 1);
+        assert!(c.colsb[8..].iter().all(|&x| x == 0) && c.rows[8..].iter().all(|&x| x == 0));
+        assert_eq!(&c as *const TileConfig as usize % 64, 0);
+    }
+}
