@@ -14,8 +14,7 @@ use super::host;
 use super::measure::{Roofs, Rotation, RowSpec, Timer, row};
 use super::peaks::{self, PeakBudget};
 use super::report::{
-    Alternative,
-    BenchReport, FidelityRow, Host, KernelCheck, MemoryUse, ModelInfo, Peak, ResultRow,
+    Alternative, BenchReport, FidelityRow, Host, KernelCheck, MemoryUse, ModelInfo, Peak, ResultRow,
 };
 use super::request::{BenchRequest, Executor, ModelSpec, resolve_threads, usage};
 use super::verdict::{self, PlanInput, VerdictInput};
@@ -540,7 +539,10 @@ fn fastest_of(mut raced: Vec<ResultRow>) -> Option<ResultRow> {
     let mut rows = raced.into_iter();
     let mut best = rows.next()?;
     best.alternatives = rows
-        .map(|r| Alternative { kernel: r.kernel, step_ms: r.step_ms })
+        .map(|r| Alternative {
+            kernel: r.kernel,
+            step_ms: r.step_ms,
+        })
         .collect();
     Some(best)
 }

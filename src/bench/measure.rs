@@ -297,7 +297,6 @@ mod tests {
             instances: 2,
             scale: 2.0,
             working_set_bytes: 0,
-            alternatives: Vec::new(),
         };
         let rot = Rotation::build(&b, BenchPath::W4a8, &w, 2, 1).unwrap();
         assert_eq!(rot.layers.len(), 2);
@@ -350,7 +349,6 @@ mod tests {
             macs: 2_000_000_000,
             layers_measured: 28,
             working_set_bytes: 0,
-            alternatives: Vec::new(),
         };
         let r = row(spec, &[0.1, 0.1, 0.2], &roofs).unwrap();
         assert_eq!(r.step_ms, 100.0);

@@ -7,7 +7,9 @@
 //!   `bf16*`/`fp16*` -> bf16. Anything else (an NPU export such as `export-qnn-w8a16`, a
 //!   GPU path) has no bench path: status `not_applicable`, never a contradiction.
 //! - Two step times are *tied* when the slower median exceeds the faster by no more than
-//!   the noise: `max(3 % of the faster, 1.4826 · (MAD_a + MAD_b))`.
+//!   the noise: `max(3 % of the faster, 2 · SE)`, where SE, the standard error of the
+//!   difference of two medians, is `1.2533 · 1.4826 · sqrt(MAD_a²/n_a + MAD_b²/n_b)`.
+//!   When a compared row's MAD exceeds 10 % of its median the verdict is flagged `noisy`.
 //! - Speed priority: the plan is `confirmed` when its path is the fastest, or tied with
 //!   the fastest, in decode (M = 1, the phase that sets generation speed) **or** in
 //!   prefill; `confirmed_in` lists the phases. It is `contradicted` when another path
@@ -76,6 +78,8 @@ pub struct Verdict {
     pub prefill_gap_pct: Option<f64>,
     /// One sentence: why confirmed or not.
     pub reason: String,
+    /// A compared measurement spread over 10 % of its median: re-run on a quiet machine.
+    pub noisy: bool,
     pub notes: Vec<String>,
 }
 
@@ -122,10 +126,27 @@ fn fastest_in(results: &[ResultRow], phase: Phase) -> Option<&ResultRow> {
         .min_by(|a, b| a.step_ms.total_cmp(&b.step_ms))
 }
 
+/// Relative spread above which a row makes the verdict `noisy`.
+pub const NOISY_SPREAD: f64 = 0.10;
+
+/// The noise on the difference of two median step times (ms).
+pub fn noise_ms(a: &ResultRow, best: &ResultRow) -> f64 {
+    // The median's standard error is about 1.2533 sigma / sqrt(n); sigma ~ 1.4826 MAD.
+    let var = |r: &ResultRow| {
+        let sigma = MAD_TO_SIGMA * r.step_ms_mad;
+        sigma * sigma / r.repeats.max(1) as f64
+    };
+    let se = 1.2533 * (var(a) + var(best)).sqrt();
+    (NOISE_FLOOR * best.step_ms).max(2.0 * se)
+}
+
 /// Whether `a` is no slower than `best` beyond the noise of both.
 pub fn tied_or_faster(a: &ResultRow, best: &ResultRow) -> bool {
-    let noise = (NOISE_FLOOR * best.step_ms).max(MAD_TO_SIGMA * (a.step_ms_mad + best.step_ms_mad));
-    a.step_ms - best.step_ms <= noise
+    a.step_ms - best.step_ms <= noise_ms(a, best)
+}
+
+fn is_noisy(r: &ResultRow) -> bool {
+    r.step_ms > 0.0 && r.step_ms_mad / r.step_ms > NOISY_SPREAD
 }
 
 fn gap_pct(a: &ResultRow, best: &ResultRow) -> f64 {
@@ -171,6 +192,7 @@ pub fn decide(input: VerdictInput<'_>) -> Verdict {
         decode_gap_pct: None,
         prefill_gap_pct: None,
         reason: String::new(),
+        noisy: false,
         notes: input.notes,
     };
     let plan = match input.plan {
@@ -220,6 +242,20 @@ pub fn decide(input: VerdictInput<'_>) -> Verdict {
     }
     if let (Some(p), Some(b)) = (pp, fp) {
         v.prefill_gap_pct = Some(gap_pct(p, b));
+    }
+    let compared = [pd, fd, pp, fp];
+    if let Some(worst) = compared
+        .iter()
+        .flatten()
+        .filter(|r| is_noisy(r))
+        .map(|r| r.step_ms_mad / r.step_ms)
+        .max_by(f64::total_cmp)
+    {
+        v.noisy = true;
+        v.notes.push(format!(
+            "the timings are noisy (spread up to {:.0}% of the median): re-run on a quiet machine before trusting the verdict",
+            worst * 100.0
+        ));
     }
     if plan.priority == "fidelity" {
         decide_fidelity(&mut v, path, input.fidelity);
@@ -454,10 +490,11 @@ mod tests {
 
     #[test]
     fn wide_spread_widens_the_tie() {
-        // 10 % slower, but each path's MAD is 4 % of the step: 1.4826 * 4 = 5.9 ms of noise.
+        // 10 % slower, but each path's MAD is 6 % of the step over 5 repeats:
+        // 2 * 1.2533 * 1.4826 * sqrt(2 * 9 / 5) = 7.05 ms of noise.
         let rows = [
-            r(W4a8, Decode, 55.0, 2.0, "a"),
-            r(W4a16, Decode, 50.0, 2.0, "b"),
+            r(W4a8, Decode, 55.0, 3.0, "a"),
+            r(W4a16, Decode, 50.0, 3.0, "b"),
         ];
         assert_eq!(
             decide_with(plan("w4a8-amx", "speed"), &rows, &[]).status,
@@ -471,6 +508,19 @@ mod tests {
             decide_with(plan("w4a8-amx", "speed"), &quiet, &[]).status,
             Status::Contradicted
         );
+    }
+
+    #[test]
+    fn noisy_rows_flag_the_verdict() {
+        let rows = [
+            r(W4a8, Decode, 50.0, 8.0, "a"),
+            r(W4a16, Decode, 60.0, 0.1, "b"),
+        ];
+        let v = decide_with(plan("w4a8-amx", "speed"), &rows, &[]);
+        assert!(v.noisy);
+        assert!(v.notes.iter().any(|n| n.contains("noisy")), "{:?}", v.notes);
+        let calm = [r(W4a8, Decode, 50.0, 1.0, "a")];
+        assert!(!decide_with(plan("w4a8-amx", "speed"), &calm, &[]).noisy);
     }
 
     #[test]
