@@ -11,7 +11,7 @@ use super::backend::{Backend, BenchPath, KernelInfo, Parallel, Phase, Scheme, Un
 use super::rng::Rng;
 use crate::kernels::bf16::to_bf16_vec;
 use crate::kernels::registry::{self, KernelPath, Ready};
-use crate::kernels::weights::{self, QuantWeights};
+use crate::kernels::weights;
 use crate::kernels::{Bf16, Bf16Rows, PackedBf16, PackedW4, QuantActs, ThreadPool, cpu, reference};
 
 /// Packed weights of either layout.
@@ -213,29 +213,8 @@ impl Backend for KernelsBackend {
         weights::check_shape(n, k)?;
         let mut rng = Rng::new(seed);
         Ok(match path {
-            BenchPath::W4a8 | BenchPath::W4a16 => {
-                let mut codes = vec![0u8; n * k];
-                for chunk in codes.chunks_mut(16) {
-                    let mut r = rng.next_u64();
-                    for c in chunk {
-                        *c = (r & 15) as u8;
-                        r >>= 4;
-                    }
-                }
-                let groups = n * k / weights::GROUP;
-                // Scales 2^-7 .. 2^-6 with random mantissas, zero point 8.
-                let scales = (0..groups)
-                    .map(|_| Bf16(0x3C00 | (rng.next_u64() & 0x7F) as u16))
-                    .collect();
-                let q = QuantWeights {
-                    n,
-                    k,
-                    codes,
-                    scales,
-                    zeros: vec![Bf16::from_f32(8.0); groups],
-                };
-                Packed::W4(PackedW4::pack(&q))
-            }
+            // Generated directly in packed form: no unpacked staging.
+            BenchPath::W4a8 | BenchPath::W4a16 => Packed::W4(PackedW4::random(n, k, seed)?),
             BenchPath::Bf16 => {
                 let mut w = Vec::with_capacity(n * k);
                 while w.len() < n * k {

@@ -66,9 +66,10 @@ pub struct ModelInfo {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Bandwidth {
+    /// The best repeat: the roofline.
     pub gbps: f64,
+    pub gbps_median: f64,
     pub gbps_min: f64,
-    pub gbps_max: f64,
     pub buffer_bytes: u64,
     pub repeats: usize,
 }
@@ -199,10 +200,10 @@ impl BenchReport {
             .as_ref()
             .map_or("not measured".to_string(), |b| {
                 format!(
-                    "{:.1} GB/s (min {:.1}, max {:.1}; {} buffer)",
+                    "{:.1} GB/s best (median {:.1}, min {:.1}; {} buffer)",
                     b.gbps,
+                    b.gbps_median,
                     b.gbps_min,
-                    b.gbps_max,
                     fmt_bytes(b.buffer_bytes)
                 )
             });

@@ -176,7 +176,8 @@ impl Workload {
 
     /// The most bytes a run holds at once for `path`: the decode rotation (the larger
     /// of the two phases), the unpacked staging of the largest matrix while it is packed
-    /// (one byte per int4 code, two per bf16 weight), activations and outputs.
+    /// (two bytes per bf16 weight; int4 weights are generated packed), activations and
+    /// outputs.
     pub fn path_bytes(&self, path: BenchPath, l3_bytes: u64, quick: bool, tokens: usize) -> u64 {
         let decode = self.decode_plan(path, l3_bytes, quick).working_set_bytes;
         let largest = self
@@ -186,7 +187,11 @@ impl Workload {
             .map(Gemm::params)
             .max()
             .unwrap_or(0);
-        let staging = largest * if path == BenchPath::Bf16 { 2 } else { 1 };
+        let staging = if path == BenchPath::Bf16 {
+            largest * 2
+        } else {
+            0
+        };
         let widest = self
             .per_layer
             .iter()

@@ -47,6 +47,15 @@ pub fn loop_for(unit: Unit, amx: &Result<(), String>) -> Result<Loop, String> {
     }
 }
 
+/// Wrapping sum of `words` with the widest loads this host has (the bandwidth probe).
+pub fn wide_sum(words: &[u64]) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(s) = x86::sum_avx2(words) {
+        return s;
+    }
+    words.iter().fold(0u64, |a, &w| a.wrapping_add(w))
+}
+
 /// How long each timed run should last.
 #[derive(Debug, Clone, Copy)]
 pub struct PeakBudget {
