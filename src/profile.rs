@@ -129,6 +129,12 @@ pub struct Cpu {
     /// Extension: x86 family/model/stepping, or arm64 implementer/part (`0x41`, `0xd40`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<CpuId>,
+    /// Extension: physical cores (distinct `physical id`/`core id` pairs of x86 cpuinfo).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cores_physical: Option<u32>,
+    /// Extension: NUMA nodes online (`/sys/devices/system/node/online`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_nodes: Option<u32>,
     /// Extension: where each CPU fact came from (`logical_cpus`, `usable_threads`, `features`, ...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub sources: BTreeMap<String, String>,

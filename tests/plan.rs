@@ -721,3 +721,397 @@ fn run_doc_examples(doc: &str) {
 fn weight_paths_doc_examples_run() {
     run_doc_examples("docs/weight-paths.md");
 }
+
+// ---- memory fit --------------------------------------------------------------------------
+
+/// Runs `plan --format json` with a model and returns the exit code and `memory`.
+fn memory_of(profile_name: &str, model: &str, extra: &[&str]) -> (i32, serde_json::Value) {
+    let out = edgeplan()
+        .args(["plan", "--format", "json", "--model", model, "--profile"])
+        .arg(profile(profile_name))
+        .args(extra)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code().unwrap(), plan["memory"].clone())
+}
+
+fn u(v: &serde_json::Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+#[test]
+fn full_attention_arithmetic_matches_the_hand_figures() {
+    // qwen3-1.7b: 28 layers x 50,331,648 linear params; 4.25 bits = 17/32 byte each.
+    let (code, m) = memory_of("hand-x86-amx-usable", "qwen3-1.7b", &["--context", "32768"]);
+    assert_eq!(code, 0);
+    assert_eq!(u(&m["weights"]["linears"]), 748_683_264);
+    assert_eq!(u(&m["weights"]["embedding"]), 622_329_856); // 151,936 x 2,048 x 2
+    assert_eq!(u(&m["weights"]["lm_head"]), 165_306_368); // untied, quantized copy
+    assert_eq!(u(&m["weights"]["norms"]), 233_472); // 57 x 2,048 x 2
+    assert_eq!(u(&m["weights_bytes"]), 1_536_552_960);
+    // 2 x 8 KV heads x 128 x 2 bytes = 4,096 B per token per layer; x 28 x 32,768.
+    assert_eq!(u(&m["kv_bytes"]), 3_758_096_384);
+    assert_eq!(u(&m["kv_flat_bytes"]), 3_758_096_384);
+    assert_eq!(u(&m["kv_saved_bytes"]), 0);
+
+    // bf16 on a GPU: 2 bytes per weight, the tied head shares the embedding.
+    let (_, m) = memory_of("hand-cuda-h100", "qwen3-1.7b", &["--context", "32768"]);
+    assert_eq!(
+        u(&m["weights_bytes"]),
+        2_818_572_288 + 622_329_856 + 233_472
+    );
+    assert_eq!(u(&m["weights"]["lm_head"]), 0);
+
+    // fp8 KV halves it; two sequences double it.
+    let (_, m) = memory_of(
+        "hand-cuda-h100",
+        "qwen3-1.7b",
+        &[
+            "--context",
+            "32768",
+            "--kv-dtype",
+            "fp8",
+            "--concurrency",
+            "2",
+        ],
+    );
+    assert_eq!(u(&m["kv_bytes"]), 3_758_096_384);
+    let (_, m) = memory_of(
+        "hand-cuda-h100",
+        "qwen3-1.7b",
+        &["--context", "32768", "--kv-dtype", "f32"],
+    );
+    assert_eq!(u(&m["kv_bytes"]), 2 * 3_758_096_384);
+}
+
+#[test]
+fn hybrid_arithmetic_matches_the_hand_figures() {
+    // fixtures/models/hybrid.json: 8 layers = 2 full, 4 sliding (window 4096), 2 linear;
+    // 2 x 4 KV heads x 128 x 2 bytes = 2,048 B per token per layer.
+    let (_, m) = memory_of(
+        "hand-x86-avx512-noamx",
+        "fixtures/models/hybrid.json",
+        &["--context", "32768"],
+    );
+    assert_eq!(u(&m["weights"]["linears"]), 50_135_040); // 8 x 11,796,480 x 17/32
+    assert_eq!(u(&m["weights"]["embedding"]), 65_536_000); // 32,000 x 1,024 x 2
+    assert_eq!(u(&m["weights"]["lm_head"]), 17_408_000); // untied model, quantized head
+    assert_eq!(u(&m["weights"]["norms"]), 34_816);
+    assert_eq!(u(&m["weights_bytes"]), 133_113_856);
+    let kinds = m["kv_by_layer_kind"].as_array().unwrap();
+    assert_eq!(u(&kinds[0]["bytes"]), 2 * 2048 * 32768); // full: whole context
+    assert_eq!(u(&kinds[1]["bytes"]), 4 * 2048 * 4096); // sliding: the window
+    assert_eq!(u(&kinds[2]["bytes"]), 0); // linear attention: no KV
+    assert_eq!(u(&m["kv_bytes"]), 167_772_160);
+    assert_eq!(u(&m["kv_flat_bytes"]), 536_870_912); // 8 x 2,048 x 32,768
+    assert_eq!(u(&m["kv_saved_bytes"]), 369_098_752);
+    // Below the window the sliding layers hold the whole (short) context.
+    let (_, m) = memory_of(
+        "hand-x86-avx512-noamx",
+        "fixtures/models/hybrid.json",
+        &["--context", "2048"],
+    );
+    assert_eq!(u(&m["kv_bytes"]), 2 * 2048 * 2048 + 4 * 2048 * 2048);
+    // On the 16 GiB cgroup budget, 10% headroom: (15,461,882,266 - 133,113,856 - 33,554,432) / 4,096.
+    let (_, m) = memory_of(
+        "hand-x86-avx512-noamx",
+        "fixtures/models/hybrid.json",
+        &["--context", "32768"],
+    );
+    assert_eq!(u(&m["max_context"]), 3_734_183);
+}
+
+#[test]
+fn budget_sources_per_class() {
+    let ctx = ["--context", "4096"];
+    let (_, cgroup) = memory_of("hand-x86-avx512-noamx", "qwen3-1.7b", &ctx);
+    assert_eq!(
+        u(&cgroup["budget_bytes"]),
+        16 << 30,
+        "the cgroup limit is lower than MemAvailable"
+    );
+    assert!(
+        cgroup["budget_source"]
+            .as_str()
+            .unwrap()
+            .starts_with("cgroup memory limit")
+    );
+    let (_, ram) = memory_of("hand-x86-amx-usable", "qwen3-1.7b", &ctx);
+    assert_eq!(u(&ram["budget_bytes"]), 230 << 30);
+    let (_, gpu) = memory_of("hand-cuda-t4", "qwen3-1.7b", &ctx);
+    assert_eq!(u(&gpu["budget_bytes"]), (15 << 30) + (360 << 20));
+    assert_eq!(
+        gpu["vllm_cpu_kvcache_space_gib"],
+        serde_json::Value::Null,
+        "not a CPU path"
+    );
+    let (_, jetson) = memory_of("hand-jetson-orin", "qwen3-1.7b", &ctx);
+    assert_eq!(
+        u(&jetson["budget_bytes"]),
+        (64 << 30) - (2 << 30),
+        "unified memory less the 2 GiB OS reserve"
+    );
+    let (code, unknown) = memory_of("hand-cuda-unknown-memory", "qwen3-1.7b", &ctx);
+    assert_eq!(code, 0, "an unknown budget is not a failure");
+    assert_eq!(
+        (unknown["budget_bytes"].clone(), unknown["fits"].clone()),
+        (serde_json::Value::Null, serde_json::Value::Null)
+    );
+    assert!(
+        unknown["budget_source"]
+            .as_str()
+            .unwrap()
+            .contains("unknown")
+    );
+    // Headroom: a fraction of the budget, default 10%.
+    assert_eq!(u(&cgroup["headroom_bytes"]), 1_717_986_918);
+    let (_, half) = memory_of(
+        "hand-x86-avx512-noamx",
+        "qwen3-1.7b",
+        &["--context", "4096", "--headroom", "0.5"],
+    );
+    assert_eq!(u(&half["headroom_bytes"]), 8 << 30);
+}
+
+#[test]
+fn cpu_paths_state_vllm_cpu_kvcache_space_in_env() {
+    let out = stdout_of(&[
+        "plan",
+        "--format",
+        "env",
+        "--model",
+        "qwen3-1.7b",
+        "--context",
+        "32768",
+        "--profile",
+        "fixtures/profiles/hand-x86-avx512-noamx.json",
+    ]);
+    // floor((16 GiB - 10% - 1,536,552,960 B of weights) / 1 GiB) = floor(12.97) = 12
+    assert!(
+        out.contains("EDGEPLAN_VLLM_CPU_KVCACHE_SPACE=12\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("EDGEPLAN_MEMORY_FITS=1\n") && out.contains("EDGEPLAN_MAX_CONTEXT=121419\n"),
+        "{out}"
+    );
+    let gpu = stdout_of(&[
+        "plan",
+        "--format",
+        "env",
+        "--model",
+        "qwen3-1.7b",
+        "--context",
+        "32768",
+        "--profile",
+        "fixtures/profiles/hand-cuda-h100.json",
+    ]);
+    assert!(!gpu.contains("KVCACHE_SPACE"), "{gpu}");
+}
+
+#[test]
+fn nothing_fits_is_exit_3_with_what_would_fit() {
+    let (code, m) = memory_of("hand-android-npu", "qwen3-1.7b", &["--context", "32768"]);
+    assert_eq!(code, 3);
+    assert_eq!(m["fits"], serde_json::json!(false));
+    assert_eq!(u(&m["max_context"]), 21_700);
+    let mut cmd = edgeplan();
+    cmd.args([
+        "plan",
+        "--model",
+        "qwen3-1.7b",
+        "--context",
+        "32768",
+        "--concurrency",
+        "2",
+        "--profile",
+    ])
+    .arg(profile("hand-cuda-t4"));
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "two 32k sequences fit a T4");
+    let mut cmd = edgeplan();
+    cmd.args([
+        "plan",
+        "--model",
+        "qwen3-1.7b",
+        "--context",
+        "32768",
+        "--concurrency",
+        "8",
+        "--profile",
+    ])
+    .arg(profile("hand-cuda-t4"));
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains(
+            "what fits: --context 12418 at 8 sequence(s), or --concurrency 3 at 32768 tokens"
+        ),
+        "{stderr}"
+    );
+    let (code, _) = memory_of("hand-android-npu", "llama-3.1-8b", &["--context", "1024"]);
+    assert_eq!(code, 3, "the 8B weights alone exceed the phone's budget");
+}
+
+#[test]
+fn bad_memory_flags_and_models() {
+    let amx = profile("hand-x86-amx-usable");
+    let run = |args: &[&str], code: i32, needle: &str| {
+        fails_with(
+            edgeplan()
+                .args(["plan", "--profile"])
+                .arg(&amx)
+                .args(args)
+                .current_dir(env!("CARGO_MANIFEST_DIR")),
+            code,
+            needle,
+        );
+    };
+    run(&["--model", "qwen3-1.7b"], 2, "--model needs --context");
+    run(
+        &["--model", "qwen3-1.7b", "--context", "0"],
+        2,
+        "--model needs --context",
+    );
+    run(
+        &[
+            "--model",
+            "qwen3-1.7b",
+            "--context",
+            "8",
+            "--kv-dtype",
+            "fp4",
+        ],
+        2,
+        "--kv-dtype",
+    );
+    run(
+        &[
+            "--model",
+            "qwen3-1.7b",
+            "--context",
+            "8",
+            "--headroom",
+            "1.5",
+        ],
+        2,
+        "--headroom 1.5",
+    );
+    run(
+        &[
+            "--model",
+            "qwen3-1.7b",
+            "--context",
+            "8",
+            "--headroom",
+            "NaN",
+        ],
+        2,
+        "--headroom NaN",
+    );
+    run(
+        &[
+            "--model",
+            "qwen3-1.7b",
+            "--context",
+            "8",
+            "--concurrency",
+            "0",
+        ],
+        2,
+        "--concurrency",
+    );
+    run(
+        &["--model", "gpt-9", "--context", "8"],
+        65,
+        "unknown model preset",
+    );
+    run(
+        &["--model", "fixtures/models/absent.json", "--context", "8"],
+        66,
+        "absent.json",
+    );
+    run(
+        &["--model", "fixtures/expect.toml", "--context", "8"],
+        65,
+        "not valid JSON",
+    );
+}
+
+#[test]
+fn the_fleet_view_shows_the_fit_for_every_fixture() {
+    let out = edgeplan()
+        .args([
+            "plan",
+            "--model",
+            "qwen3-1.7b",
+            "--context",
+            "32768",
+            "--profile",
+            "fixtures/profiles",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "the phone fixture does not fit 32k"
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("| fits") && text.contains("| max context"),
+        "{text}"
+    );
+    let rows = text
+        .lines()
+        .filter(|l| l.starts_with("| hand-") || l.starts_with("| workstation"))
+        .count();
+    assert_eq!(rows, 10, "{text}");
+}
+
+#[test]
+fn memory_doc_examples_run() {
+    run_doc_examples("docs/memory.md");
+}
+
+#[test]
+fn a_closed_stdout_pipe_is_not_an_error() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let line = serde_json::from_str::<serde_json::Value>(
+        &std::fs::read_to_string(profile("hand-cuda-h100")).unwrap(),
+    )
+    .unwrap()
+    .to_string();
+    let fleet = dir.path().join("fleet.jsonl");
+    std::fs::write(&fleet, format!("{line}\n").repeat(2000)).unwrap();
+    for format in ["jsonl", "table"] {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("edgeplan"))
+            .args(["plan", "--format", format, "--profile"])
+            .arg(&fleet)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = [0u8; 64];
+        child.stdout.take().unwrap().read_exact(&mut first).unwrap(); // then dropped: closed
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{format}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.stderr.is_empty(),
+            "{format}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

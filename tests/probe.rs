@@ -182,6 +182,10 @@ fn threads_and_memory() {
         (spr.cpu.logical_cpus, spr.cpu.usable_threads),
         (Some(32), Some(32))
     );
+    assert_eq!(
+        (spr.cpu.cores_physical, spr.cpu.numa_nodes),
+        (Some(16), Some(1))
+    );
     assert_eq!(spr.memory.limit_bytes, None, "memory.max `max` is no limit");
     assert_eq!(spr.memory.total_bytes, Some(263596724 * 1024));
     assert_eq!(spr.memory.available_bytes, Some(256983412 * 1024));

@@ -72,7 +72,11 @@ fn load_dir(dir: &Path, inputs: &mut Inputs) {
                     path.extension().and_then(|e| e.to_str()),
                     Some("json" | "jsonl")
                 );
-                if wanted && path.is_file() {
+                // The entry's own type first; a stat only to follow a symlink.
+                let is_file = entry
+                    .file_type()
+                    .is_ok_and(|t| t.is_file() || (t.is_symlink() && path.is_file()));
+                if wanted && is_file {
                     files.push(path);
                 }
             }
@@ -138,7 +142,12 @@ pub fn parse_text(text: &str, shown: &str, stem: &str, inputs: &mut Inputs) {
             "{shown}: empty input, no profile in it"
         )));
     }
-    // One document (possibly pretty-printed) is the common case.
+    // One document (possibly pretty-printed) is the common case: parse it once.
+    if let Ok(profile) = serde_json::from_str::<Profile>(text)
+        && profile.schema_version == SCHEMA_VERSION
+    {
+        return push_parsed(Ok(profile), shown.to_string(), stem.to_string(), inputs);
+    }
     let whole = serde_json::from_str::<IgnoredAny>(text);
     let first_line_alone = || {
         text.lines()
@@ -172,7 +181,17 @@ fn parse_profile(text: &str, origin: &str) -> anyhow::Result<Profile> {
 }
 
 fn push_one(text: &str, origin: String, label: String, inputs: &mut Inputs) {
-    match parse_profile(text, &origin).and_then(|p| check_consistent(p, &origin)) {
+    let parsed = parse_profile(text, &origin);
+    push_parsed(parsed, origin, label, inputs);
+}
+
+fn push_parsed(
+    parsed: anyhow::Result<Profile>,
+    origin: String,
+    label: String,
+    inputs: &mut Inputs,
+) {
+    match parsed.and_then(|p| check_consistent(p, &origin)) {
         Ok(profile) => {
             let label = profile.label.clone().unwrap_or(label);
             inputs.profiles.push(Loaded { label, profile });

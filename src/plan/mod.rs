@@ -5,7 +5,8 @@
 //! `--sysroot` and the live host), decide each one (`rules.rs`, pure), render them
 //! (`render.rs`). In a fleet run a bad profile is reported on stderr and the rest are
 //! still planned; the exit code is then the first error's (65 bad data, 66 missing).
-//! `--expect` and `check` (`check.rs`) exit 1 on a mismatch.
+//! `--expect` and `check` (`check.rs`) exit 1 on a mismatch. With `--model`, each plan
+//! also gets a memory fit (`memory.rs`), and a device the model does not fit exits 3.
 //!
 //! Other modules call [`decide`] (pure) with a [`Catalog`] (usually
 //! [`Catalog::builtin`]); the [`Plan`] it returns is the JSON contract's plan object.
@@ -13,11 +14,14 @@
 pub mod catalog;
 pub mod check;
 pub mod input;
+pub mod memory;
 pub mod render;
 pub mod rules;
 pub mod schema;
 
 use std::io::Write;
+
+use anyhow::Context;
 use std::path::PathBuf;
 
 pub use catalog::{Catalog, PathId, PathSpec};
@@ -37,6 +41,8 @@ pub struct PlanRequest {
     pub expect: Option<String>,
     pub explain: bool,
     pub catalog: Option<PathBuf>,
+    /// The memory fit to compute, when `--model` was given.
+    pub fit: Option<memory::FitRequest>,
 }
 
 /// Where the profiles come from.
@@ -47,21 +53,66 @@ pub enum Source {
     Live,
 }
 
-impl From<PlanArgs> for PlanRequest {
-    fn from(args: PlanArgs) -> PlanRequest {
+fn usage(message: String) -> anyhow::Error {
+    Coded {
+        exit: Exit::Usage,
+        message,
+    }
+    .into()
+}
+
+impl PlanRequest {
+    /// Resolves the arguments: usage errors (2) for bad memory-fit flags, and the model
+    /// is loaded here (65 for a bad config, 66 for a missing one).
+    pub fn new(args: PlanArgs) -> anyhow::Result<PlanRequest> {
         let source = match (args.profile.is_empty(), args.sysroot) {
             (false, _) => Source::Profiles(args.profile),
             (true, Some(dir)) => Source::Sysroot(dir),
             (true, None) => Source::Live,
         };
-        PlanRequest {
+        let fit = match args.model {
+            None => None,
+            Some(spec) => {
+                let Some(context) = args.context.filter(|c| *c > 0) else {
+                    return Err(usage(
+                        "--model needs --context TOKENS (a positive context length) for the memory fit".into(),
+                    ));
+                };
+                if args.concurrency == 0 {
+                    return Err(usage("--concurrency must be at least 1".into()));
+                }
+                let Some(kv_dtype) = memory::KvDtype::parse(&args.kv_dtype) else {
+                    return Err(usage(format!(
+                        "--kv-dtype {:?} is not one of bf16, fp16, fp8, int8, f32",
+                        args.kv_dtype
+                    )));
+                };
+                let headroom = args.headroom.unwrap_or(memory::DEFAULT_HEADROOM);
+                if !(0.0..1.0).contains(&headroom) {
+                    return Err(usage(format!(
+                        "--headroom {headroom} must be a fraction in [0, 1), e.g. 0.10"
+                    )));
+                }
+                let model = crate::model::ModelShape::load(&spec)
+                    .with_context(|| format!("--model {spec}"))?;
+                Some(memory::FitRequest {
+                    model,
+                    context,
+                    concurrency: u64::from(args.concurrency),
+                    kv_dtype,
+                    headroom,
+                })
+            }
+        };
+        Ok(PlanRequest {
             source,
             priority: args.priority.into(),
             format: args.format,
             expect: args.expect,
             explain: args.explain,
             catalog: args.catalog,
-        }
+            fit,
+        })
     }
 }
 
@@ -109,7 +160,7 @@ pub fn plan_one(one: &Loaded, priority: Priority, catalog: &Catalog) -> Plan {
 
 /// `edgeplan plan`.
 pub fn run(args: PlanArgs) -> anyhow::Result<Exit> {
-    let request = PlanRequest::from(args);
+    let request = PlanRequest::new(args)?;
     let catalog = load_catalog(request.catalog.as_ref())?;
     let inputs = gather(&request.source)?;
     let single_only = matches!(
@@ -149,9 +200,22 @@ pub fn run(args: PlanArgs) -> anyhow::Result<Exit> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let fleet_view = request.format == PlanFormat::Table && inputs.profiles.len() > 1;
-    let mut fleet = fleet_view.then(|| render::FleetTable::new(request.explain));
+    let mut fleet =
+        fleet_view.then(|| render::FleetTable::new(request.explain, request.fit.is_some()));
+    let mut too_big = false;
     for one in &inputs.profiles {
-        let plan = plan_one(one, request.priority, &catalog);
+        let mut plan = plan_one(one, request.priority, &catalog);
+        if let (Some(fit), Some(spec)) = (&request.fit, catalog.get(&plan.path.name)) {
+            let memory = memory::fit(&one.profile, spec, fit);
+            if memory.fits == Some(false) {
+                too_big = true;
+                eprintln!(
+                    "edgeplan: {}",
+                    memory::does_not_fit_line(&one.label, &memory)
+                );
+            }
+            plan.memory = Some(memory);
+        }
         match (request.format, &mut fleet) {
             (PlanFormat::Table, Some(fleet)) => fleet.add(&plan)?,
             (PlanFormat::Table, None) => render::table_one(&mut out, &plan, request.explain)?,
@@ -175,8 +239,10 @@ pub fn run(args: PlanArgs) -> anyhow::Result<Exit> {
     }
     out.flush()?;
 
+    // Precedence: unreadable input, then "does not fit", then an --expect mismatch.
     Ok(match first_error {
         Some(code) => code,
+        None if too_big => Exit::DoesNotFit,
         None if mismatch => Exit::CheckFailed,
         None => Exit::Success,
     })

@@ -10,6 +10,7 @@ use std::io::Write;
 
 use comfy_table::{Table, presets};
 
+use super::memory;
 use super::schema::Plan;
 
 fn new_table() -> Table {
@@ -39,16 +40,21 @@ pub fn vllm_flags(plan: &Plan) -> String {
 
 /// `--format json`: one pretty plan object.
 pub fn json(out: &mut dyn Write, plan: &Plan) -> anyhow::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, plan)?;
-    writeln!(out)?;
+    // Serialized first, so a closed pipe surfaces as the plain I/O error `main` expects.
+    let mut text = serde_json::to_vec_pretty(plan)?;
+    text.push(b'\n');
+    out.write_all(&text)?;
     Ok(())
 }
 
 /// `--format jsonl`: one compact plan per line.
 pub fn jsonl(out: &mut dyn Write, plans: &[Plan]) -> anyhow::Result<()> {
+    let mut line = Vec::with_capacity(8 << 10);
     for plan in plans {
-        serde_json::to_writer(&mut *out, plan)?;
-        out.write_all(b"\n")?;
+        line.clear();
+        serde_json::to_writer(&mut line, plan)?;
+        line.push(b'\n');
+        out.write_all(&line)?;
     }
     Ok(())
 }
@@ -79,7 +85,7 @@ pub fn shell_quote(value: &str) -> String {
 pub fn env_vars(plan: &Plan) -> Vec<(&'static str, String)> {
     let p = &plan.path;
     let opt = |v: Option<String>| v.unwrap_or_default();
-    vec![
+    let mut vars = vec![
         ("EDGEPLAN_DEVICE", opt(plan.device.clone())),
         ("EDGEPLAN_CLASS", plan.hardware_class.as_str().to_string()),
         ("EDGEPLAN_PRIORITY", plan.priority.as_str().to_string()),
@@ -104,7 +110,11 @@ pub fn env_vars(plan: &Plan) -> Vec<(&'static str, String)> {
         ),
         ("EDGEPLAN_ENGINE_ARGS", vllm_flags(plan)),
         ("EDGEPLAN_THREADS", opt(plan.threads.map(|t| t.to_string()))),
-    ]
+    ];
+    if let Some(fit) = &plan.memory {
+        vars.extend(memory::env_vars(fit));
+    }
+    vars
 }
 
 /// `--format env`: `eval`-able `EDGEPLAN_*=value` lines.
@@ -172,6 +182,17 @@ pub fn table_one(out: &mut dyn Write, plan: &Plan, explain: bool) -> anyhow::Res
         table.add_row(vec![k.to_string(), v]);
     }
     writeln!(out, "{table}")?;
+    if let Some(fit) = &plan.memory {
+        let mut mem = new_table();
+        mem.set_header(vec!["memory", ""]);
+        for (k, v) in memory::rows(fit) {
+            mem.add_row(vec![k, v]);
+        }
+        writeln!(out, "\n{mem}")?;
+        for note in &fit.notes {
+            writeln!(out, "  - {note}")?;
+        }
+    }
     writeln!(out, "\nWhy: {}", p.rationale)?;
     if !p.notes.is_empty() {
         writeln!(out, "\nNotes:")?;
@@ -212,23 +233,30 @@ pub struct FleetTable {
     counts: BTreeMap<String, usize>,
     /// The rule traces, already rendered, when `--explain` was given.
     traces: Option<Vec<u8>>,
+    /// Whether the memory-fit columns are shown.
+    memory: bool,
 }
 
 impl FleetTable {
-    pub fn new(explain: bool) -> FleetTable {
+    pub fn new(explain: bool, memory: bool) -> FleetTable {
         let mut table = new_table();
-        table.set_header(vec![
+        let mut header = vec![
             "device",
             "class",
             "path",
             "quantization",
             "verified",
             "build with",
-        ]);
+        ];
+        if memory {
+            header.extend(["fits", "max context", "weights + KV GiB", "budget GiB"]);
+        }
+        table.set_header(header);
         FleetTable {
             table,
             counts: BTreeMap::new(),
             traces: explain.then(Vec::new),
+            memory,
         }
     }
 
@@ -237,14 +265,20 @@ impl FleetTable {
         let p = &plan.path;
         *self.counts.entry(p.name.clone()).or_default() += 1;
         let device = plan.device.as_deref().unwrap_or("-");
-        self.table.add_row(vec![
+        let mut row: Vec<String> = [
             device,
             plan.hardware_class.as_str(),
             &p.name,
             p.quantization.as_deref().unwrap_or("none"),
             yes_no(p.verified),
             p.build_with.as_deref().unwrap_or("none"),
-        ]);
+        ]
+        .map(str::to_string)
+        .to_vec();
+        if self.memory {
+            row.extend(fleet_memory_cells(plan.memory.as_ref()));
+        }
+        self.table.add_row(row);
         if let Some(traces) = &mut self.traces {
             writeln!(traces, "\n## {device}: {}", p.name)?;
             write_explain(traces, plan)?;
@@ -268,9 +302,31 @@ impl FleetTable {
     }
 }
 
+/// The fleet view's memory cells: fits, max context, need, budget.
+fn fleet_memory_cells(fit: Option<&memory::MemoryFit>) -> [String; 4] {
+    let Some(fit) = fit else {
+        return ["-", "-", "-", "-"].map(str::to_string);
+    };
+    let gib = |b: u64| format!("{:.2}", b as f64 / f64::from(1u32 << 30));
+    [
+        match fit.fits {
+            Some(true) => "yes".into(),
+            Some(false) => "NO".into(),
+            None => "unknown".into(),
+        },
+        fit.max_context
+            .map(|c| c.to_string())
+            .unwrap_or_else(|| "unknown".into()),
+        gib(fit.weights_bytes.saturating_add(fit.kv_bytes)),
+        fit.budget_bytes
+            .map(gib)
+            .unwrap_or_else(|| "unknown".into()),
+    ]
+}
+
 /// `--format table` for many devices, from plans already made.
 pub fn table_fleet(out: &mut dyn Write, plans: &[Plan], explain: bool) -> anyhow::Result<()> {
-    let mut fleet = FleetTable::new(explain);
+    let mut fleet = FleetTable::new(explain, plans.iter().any(|p| p.memory.is_some()));
     for plan in plans {
         fleet.add(plan)?;
     }

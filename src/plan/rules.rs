@@ -193,6 +193,7 @@ pub fn decide(profile: &Profile, priority: impl Into<Priority>, catalog: &Catalo
                 reason,
             })
             .collect(),
+        memory: None,
     }
 }
 

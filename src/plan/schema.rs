@@ -3,10 +3,11 @@
 //! One [`Plan`] per device; every output format (table, JSON, env, args) renders from it.
 //! The keys are contract.md's (`schema_version`, `hardware_class`, `priority`, `path`,
 //! `engine_kwargs`, `explain`) plus additive extensions (`device`, `threads`,
-//! `alternatives`). Nothing here decides or prints anything.
+//! `alternatives`, `memory`). Nothing here decides or prints anything.
 
 use serde::{Deserialize, Serialize};
 
+use super::memory::MemoryFit;
 use crate::profile::HardwareClass;
 
 /// Major version of the plan JSON.
@@ -57,6 +58,9 @@ pub struct Plan {
     pub explain: Vec<Step>,
     /// The paths that lost, each with the reason.
     pub alternatives: Vec<Alternative>,
+    /// The memory fit, when `--model` was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryFit>,
 }
 
 /// The chosen path as the contract spells it.

@@ -23,6 +23,8 @@ pub struct CgroupFacts {
     pub cpu_quota: Option<(f64, String)>,
     /// Number of CPUs in the effective cpuset.
     pub cpuset: Option<(u32, String)>,
+    /// `/proc/self/cgroup` was read, so a missing limit means "none", not "unknown".
+    pub resolved: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -123,8 +125,13 @@ fn chain(sys: &SysRoot, mount_point: &str, mount_root: &str, path: &str) -> Vec<
 pub fn read(sys: &SysRoot) -> CgroupFacts {
     let mut facts = CgroupFacts::default();
     let Some(self_cgroup) = sys.read("/proc/self/cgroup") else {
+        sys.warn(format!(
+            "{}: missing; cgroup CPU and memory limits unknown (treated as none)",
+            sys.shown("/proc/self/cgroup")
+        ));
         return facts;
     };
+    facts.resolved = true;
     let members = parse_self_cgroup(&self_cgroup);
     let mounts = sys
         .read("/proc/self/mountinfo")

@@ -30,6 +30,8 @@ pub struct CpuInfo {
     pub parts: Vec<String>,
     /// arm `Hardware` (old Android kernels) or `Model` (Raspberry Pi).
     pub hardware: Option<String>,
+    /// Distinct (`physical id`, `core id`) pairs (x86); 0 when the file has none.
+    pub physical_cores: u32,
 }
 
 impl CpuInfo {
@@ -37,6 +39,8 @@ impl CpuInfo {
         let mut info = CpuInfo::default();
         let mut features: Option<BTreeSet<String>> = None;
         let mut feature_order: Vec<String> = Vec::new();
+        let mut cores: BTreeSet<(u32, u32)> = BTreeSet::new();
+        let mut package: Option<u32> = None;
         for line in text.lines() {
             let Some((key, value)) = line.split_once(':') else {
                 continue;
@@ -73,9 +77,16 @@ impl CpuInfo {
                     }
                 }
                 "Hardware" | "Model" => set_once(&mut info.hardware, value),
+                "physical id" => package = value.parse().ok(),
+                "core id" => {
+                    if let (Some(p), Ok(c)) = (package, value.parse()) {
+                        cores.insert((p, c));
+                    }
+                }
                 _ => {}
             }
         }
+        info.physical_cores = u32::try_from(cores.len()).unwrap_or(u32::MAX);
         if let Some(set) = features {
             info.features = Some(
                 feature_order
@@ -166,6 +177,9 @@ mod tests {
             &["fpu", "avx2", "avx512f", "amx_tile"]
         );
         assert_eq!(info.arch(), Some(Arch::X86_64));
+        assert_eq!(info.physical_cores, 0, "no physical id / core id lines");
+        let smt = "processor : 0\nphysical id : 0\ncore id : 0\n\nprocessor : 1\nphysical id : 0\ncore id : 0\n\nprocessor : 2\nphysical id : 1\ncore id : 0\n";
+        assert_eq!(CpuInfo::parse(smt).physical_cores, 2);
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! `/proc/1/cgroup`, or an overlay filesystem mounted at `/` (`/proc/self/mountinfo`).
 //! Hypervisor: CPUID.1:ECX[31] live or the `hypervisor` cpuinfo flag, `/sys/hypervisor/type`;
 //! the name from the CPUID signature or DMI. WSL: `WSL_INTEROP`/`WSL_DISTRO_NAME`
-//! (live only: a sysroot carries no environment), "microsoft" in the kernel release.
+//! (live only: a sysroot carries no environment), "microsoft" in the kernel release,
+//! `/dev/dxg`.
 
 use crate::probe::sysroot::SysRoot;
 use crate::profile::{Detection, Environment};
@@ -109,6 +110,8 @@ pub fn read(sys: &SysRoot, cpu_flags: &[String], live: &LiveSignals) -> Environm
             ),
             "\"microsoft\" in /proc/sys/kernel/osrelease",
         )
+    } else if sys.exists("/dev/dxg") {
+        found(Some("wsl2"), "/dev/dxg (WSL GPU paravirtualization)")
     } else {
         not_found()
     };
@@ -176,6 +179,11 @@ mod tests {
             cpuid_hypervisor: Some((true, Some("hyperv".into()))),
         };
         let env = read(&sys, &[], &live);
+        let other = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(other.path().join("dev")).unwrap();
+        std::fs::write(other.path().join("dev/dxg"), "").unwrap();
+        let dxg = read(&SysRoot::at(other.path()), &[], &LiveSignals::default());
+        assert_eq!(dxg.wsl.unwrap().name.as_deref(), Some("wsl2"));
         assert_eq!(
             env.wsl.unwrap().how.as_deref(),
             Some("WSL_INTEROP environment variable")

@@ -77,6 +77,11 @@ pub fn read(sys: &SysRoot, cgroup: &CgroupFacts) -> Memory {
     if let Some((limit, source)) = &cgroup.memory_limit {
         memory.limit_bytes = Some(*limit);
         memory.sources.insert("limit_bytes".into(), source.clone());
+    } else if cgroup.resolved {
+        memory.sources.insert(
+            "limit_bytes".into(),
+            "no cgroup memory limit (max or none set)".into(),
+        );
     }
     if let Some((usage, source)) = &cgroup.memory_usage {
         memory.cgroup_usage_bytes = Some(*usage);

@@ -148,6 +148,23 @@ pub fn probe(sys: &SysRoot) -> anyhow::Result<Profile> {
     };
     let counts = cpus::read(sys, info.processors, affinity, &cgroup);
     cpu.logical_cpus = counts.logical;
+    if info.physical_cores > 0 {
+        cpu.cores_physical = Some(info.physical_cores);
+        cpu.sources.insert(
+            "cores_physical".into(),
+            "/proc/cpuinfo physical id + core id".into(),
+        );
+    }
+    if let Some(nodes) = sys
+        .read_line("/sys/devices/system/node/online")
+        .and_then(|t| cgroup::cpulist_count(&t))
+    {
+        cpu.numa_nodes = Some(nodes);
+        cpu.sources.insert(
+            "numa_nodes".into(),
+            "/sys/devices/system/node/online".into(),
+        );
+    }
     cpu.usable_threads = counts.usable;
     cpu.sources.extend(counts.sources);
     let memory = memory::read(sys, &cgroup);
@@ -385,6 +402,12 @@ fn cpu_facts(
                 .collect(),
             Arch::Aarch64 => arm::from_words(words),
         };
+        if arch == Arch::X86_64 {
+            let release = sys.read_line("/proc/sys/kernel/osrelease");
+            if let Some(note) = old_kernel_amx(&mut cpu.features, release.as_deref()) {
+                notes.push(note);
+            }
+        }
         cpu.sources.insert(
             "features".into(),
             format!("{words_source} (the kernel lists only what it enabled; os unknown)"),
@@ -419,5 +442,65 @@ fn cross_check(cpu: &Cpu, notes: &mut Vec<String>) {
                 "{name}: usable per CPUID/HWCAP but not listed in /proc/cpuinfo (older kernel?)"
             ));
         }
+    }
+}
+
+/// Linux before 5.16 could list the `amx_*` flags (names known since 5.9) without
+/// enabling the tile state in XCR0, so under a sysroot those flags do not mean usable.
+fn old_kernel_amx(
+    features: &mut BTreeMap<String, Feature>,
+    osrelease: Option<&str>,
+) -> Option<String> {
+    let release = osrelease?;
+    let mut parts = release
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|p| !p.is_empty());
+    let major: u32 = parts.next()?.parse().ok()?;
+    let minor: u32 = parts.next()?.parse().ok()?;
+    if (major, minor) >= (5, 16) {
+        return None;
+    }
+    let mut hit = false;
+    for (name, feature) in features.iter_mut() {
+        if name.starts_with("amx_") && feature.usable {
+            feature.usable = false;
+            hit = true;
+        }
+    }
+    hit.then(|| {
+        format!("kernel {release} predates Linux 5.16, which first enables AMX tile state: amx flags are listed but not usable")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn amx_flags_on_a_kernel_before_5_16_are_not_usable() {
+        let on = Feature {
+            cpu: true,
+            os: None,
+            usable: true,
+        };
+        let fresh = || -> BTreeMap<String, Feature> {
+            [("amx_tile", on), ("amx_int8", on), ("avx512f", on)]
+                .iter()
+                .map(|(n, f)| (n.to_string(), *f))
+                .collect()
+        };
+        let mut f = fresh();
+        let note = old_kernel_amx(&mut f, Some("5.15.0-126-generic")).unwrap();
+        assert!(note.contains("5.16"));
+        assert!(!f["amx_tile"].usable && f["amx_tile"].cpu && !f["amx_int8"].usable);
+        assert!(f["avx512f"].usable);
+        for newer in ["5.16.0", "6.8.0-49-generic", "10.0"] {
+            let mut f = fresh();
+            assert_eq!(old_kernel_amx(&mut f, Some(newer)), None, "{newer}");
+            assert!(f["amx_int8"].usable);
+        }
+        let mut f = fresh();
+        assert_eq!(old_kernel_amx(&mut f, Some("garbage")), None);
+        assert_eq!(old_kernel_amx(&mut f, None), None);
     }
 }
