@@ -1,6 +1,7 @@
 //! Kernel micro-benchmark:
 //! `cargo run --release --example kernels_bench -- [threads] [kernel,...] [ms per shape] [working set MiB] [shapes]`
-//! (`shapes` = `all` (default) or `NxK` like `256x2048` for a cache-resident compute check).
+//! (`shapes` = `all` (default) or `NxK` like `256x2048` for a cache-resident compute check;
+//! a 6th argument lists the M values, default `1,128,512`).
 //!
 //! Prints the pool dispatch overhead, DRAM read bandwidth, then W4A8 decode (M = 1) and
 //! prefill (M = 128, 512) timings over Qwen3-1.7B shapes, with a working set of >= 512 MB
@@ -59,7 +60,11 @@ fn main() {
                 continue;
             }
         };
-        for &m in &[1usize, 128, 512] {
+        let ms: Vec<usize> = args
+            .get(6)
+            .map(|s| s.split(',').filter_map(|v| v.parse().ok()).collect())
+            .unwrap_or_else(|| vec![1, 128, 512]);
+        for &m in &ms {
             if m > 1 && name.contains("scalar") {
                 continue;
             }

@@ -21,6 +21,9 @@ use crate::kernels::pool::ThreadPool;
 use crate::kernels::registry::{KernelFn, Phase, Variant};
 use crate::kernels::weights::GROUP;
 
+/// Up to this many rows per chunk, each row makes its own single pass over the record.
+const DECODE_ROWS: usize = 4;
+
 /// AVX2 W4A8 (decode and prefill where nothing better exists).
 pub static W4A8_AVX2: Variant = Variant {
     name: "w4a8-avx2",
@@ -90,17 +93,28 @@ fn panel<const VNNI: bool>(
     for g in groups {
         let rec = w.record(p, g);
         assert!(rec.len() == RECORD_BYTES && (rec.as_ptr() as usize).is_multiple_of(32));
+        if rows.len() > DECODE_ROWS {
+            prefetch_next(rec);
+        }
+        if rows.len() <= DECODE_ROWS {
+            // Decode: one sequential pass per row; rows after the first hit the record in L1.
+            for r in rows.clone() {
+                record_rows::<1, 4, VNNI>(rec, 0, a, g, [r], r0, acc);
+            }
+            continue;
+        }
         let mut r = r0;
         while r < rows.end {
-            if rows.end - r >= 2 {
+            if !VNNI && rows.end - r >= 4 {
+                record_rows4(rec, a, g, [r, r + 1, r + 2, r + 3], r0, acc);
+                r += 4;
+            } else if rows.end - r >= 2 {
                 for j in 0..4 {
                     record_rows::<2, 1, VNNI>(rec, j, a, g, [r, r + 1], r0, acc);
                 }
                 r += 2;
             } else {
-                for j in [0, 2] {
-                    record_rows::<1, 2, VNNI>(rec, j, a, g, [r], r0, acc);
-                }
+                record_rows::<1, 4, VNNI>(rec, 0, a, g, [r], r0, acc);
                 r += 1;
             }
         }
@@ -123,10 +137,10 @@ fn record_rows<const R: usize, const J: usize, const VNNI: bool>(
     let mask = _mm256_set1_epi8(0x0F);
     let ones = _mm256_set1_epi16(1);
     let xs: [&[i8]; R] = rows.map(|r| &a.row(r)[g * GROUP..][..GROUP]);
-    let mut acc32 = [[_mm256_setzero_si256(); 4]; R];
+    let mut acc32 = [[_mm256_setzero_si256(); 8]; R];
     let base = rec.as_ptr();
     for ob in 0..4 {
-        let mut acc16 = [[_mm256_setzero_si256(); 4]; R];
+        let mut acc16 = [[_mm256_setzero_si256(); 8]; R];
         for oo in 0..4 {
             let o = ob * 4 + oo;
             let alo = xs.map(|x| _mm256_set1_epi32(dword(x, 8 * o)));
@@ -188,6 +202,83 @@ fn record_rows<const R: usize, const J: usize, const VNNI: bool>(
                 }
             }
         }
+    }
+}
+
+/// Four rows × 64 columns of one record on AVX2, 8 columns per pass. The activation dwords
+/// are broadcast once per (row, k-quad) into a 4 KB stack buffer so `vpmaddubsw` reads them
+/// as memory operands: per octet and 8 columns, 4 shared µops (load, and, shift, and) plus
+/// 4 per row, with 8 int16 + int32 accumulators and no spills.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn record_rows4(rec: &[u8], a: &QuantActs, g: usize, rows: [usize; 4], r0: usize, acc: &mut [f32]) {
+    let mut bc = [_mm256_setzero_si256(); 4 * 32];
+    for (r, &row) in rows.iter().enumerate() {
+        let x = &a.row(row)[g * GROUP..][..GROUP];
+        for q in 0..32 {
+            bc[r * 32 + q] = _mm256_set1_epi32(dword(x, 4 * q));
+        }
+    }
+    let mask = _mm256_set1_epi8(0x0F);
+    let ones = _mm256_set1_epi16(1);
+    let base = rec.as_ptr();
+    let va = rows.map(|r| _mm256_set1_ps(a.sum(r, g) as f32));
+    let vs = rows.map(|r| _mm256_set1_ps(a.scale(r, g)));
+    for j in 0..4 {
+        for h in 0..2 {
+            let mut acc32 = [_mm256_setzero_si256(); 4];
+            for ob in 0..4 {
+                let mut acc16 = [_mm256_setzero_si256(); 4];
+                for oo in 0..4 {
+                    let o = ob * 4 + oo;
+                    // SAFETY: o*256 + j*64 + h*32 + 32 <= 4096 <= rec.len() (asserted by the
+                    // caller); 32-byte aligned as records are 64-aligned.
+                    let v = unsafe {
+                        _mm256_load_si256(base.add(o * 256 + j * 64 + h * 32).cast::<__m256i>())
+                    };
+                    let lo = _mm256_and_si256(v, mask);
+                    let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(v), mask);
+                    for r in 0..4 {
+                        let s = _mm256_add_epi16(
+                            _mm256_maddubs_epi16(lo, bc[r * 32 + 2 * o]),
+                            _mm256_maddubs_epi16(hi, bc[r * 32 + 2 * o + 1]),
+                        );
+                        acc16[r] = _mm256_add_epi16(acc16[r], s);
+                    }
+                }
+                for r in 0..4 {
+                    acc32[r] = _mm256_add_epi32(acc32[r], _mm256_madd_epi16(acc16[r], ones));
+                }
+            }
+            let col = j * 16 + h * 8;
+            let sw = bf16x8(&rec[SCALE_OFFSET + 2 * col..][..16]);
+            let z = bf16x8(&rec[ZERO_OFFSET + 2 * col..][..16]);
+            for r in 0..4 {
+                let t = _mm256_fnmadd_ps(z, va[r], _mm256_cvtepi32_ps(acc32[r]));
+                let dst = &mut acc[(rows[r] - r0) * PANEL + col..][..8];
+                // SAFETY: dst holds exactly 8 f32 (unaligned load/store).
+                unsafe {
+                    let prev = _mm256_loadu_ps(dst.as_ptr());
+                    _mm256_storeu_ps(
+                        dst.as_mut_ptr(),
+                        _mm256_fmadd_ps(t, _mm256_mul_ps(sw, vs[r]), prev),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Prefetch the 68 cache lines of the record that follows `rec` in memory (the next group
+/// of the panel, or the next panel's first record). The multi-row paths visit a record in
+/// several strided passes, which the hardware prefetchers follow poorly from DRAM.
+#[inline(always)]
+fn prefetch_next(rec: &[u8]) {
+    let next = rec.as_ptr().wrapping_add(RECORD_BYTES);
+    for line in 0..RECORD_BYTES / 64 {
+        // SAFETY: a prefetch is only a hint and never faults, even past the buffer's end;
+        // `wrapping_add` keeps the address computation itself free of UB.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(next.wrapping_add(64 * line).cast::<i8>()) };
     }
 }
 
