@@ -7,6 +7,13 @@
 //! (token, 128-group), computed here from the flushed values so that `Σ q·a − z·Σa`
 //! cancels consistently.
 //!
+//! The fold forms `Σ q·a` over a group in f32 before the scale is applied, which would
+//! overflow for activations near bf16's maximum (15·128·3.4e38). So a group whose largest
+//! magnitude exceeds 2⁶⁴ is scaled by an exact power of two 2⁻ᵉ here and its contribution is
+//! multiplied back by `gscale = 2ᵉ` in the epilogue; ordinary groups have `gscale = 1`
+//! (no change in results). `ab` holds the same (flushed, scaled) values as bf16 bits for the
+//! `vdpbf16ps` kernel.
+//!
 //! Not here: int8 activation quantization (W4A8), which lives with K1's foundation.
 
 use std::cell::RefCell;
@@ -37,30 +44,59 @@ pub struct ActF32 {
     pub a: Vec<f32>,
     /// `[m][k / 128]` sums of `a` over each group (f32, sequential).
     pub sums: Vec<f32>,
+    /// `[m][k / 128]` power-of-two factor by which a group's `a` was divided (1 normally).
+    pub gscale: Vec<f32>,
+    /// `[m][k]` the values of `a` as bf16 bits (exact: flushing and power-of-two scaling
+    /// keep bf16 values representable).
+    pub ab: Vec<u16>,
 }
 
+/// Groups whose largest |a| exceeds this are rescaled (see the module docs).
+const HUGE: f32 = 18_446_744_073_709_551_616.0; // 2^64
+
 impl ActF32 {
-    /// Converts the rows of `x`.
-    pub fn new(x: Bf16Rows<'_>) -> ActF32 {
+    /// Converts the rows of `x`; `rescale` enables the power-of-two rescaling of huge
+    /// groups (for the W4A16 fold; the bf16 path, which has no fold, passes `false`).
+    pub fn new(x: Bf16Rows<'_>, rescale: bool) -> ActF32 {
         let mut out = ActF32::default();
-        out.refill(x);
+        out.refill(x, rescale);
         out
     }
 
     /// Refills this holder from `x` (no allocation once it has held as many values).
-    pub fn refill(&mut self, x: Bf16Rows<'_>) {
+    pub fn refill(&mut self, x: Bf16Rows<'_>, rescale: bool) {
         self.m = x.m;
         self.k = x.k;
         self.a.clear();
         self.a
             .extend(x.data.iter().map(|&b: &Bf16| bf16_to_f32_daz(b.0)));
         self.sums.clear();
+        self.gscale.clear();
         if self.k.is_multiple_of(GROUP) && self.k > 0 {
-            for row in self.a.chunks_exact(self.k) {
-                self.sums
-                    .extend(row.chunks_exact(GROUP).map(|g| g.iter().sum::<f32>()));
+            for group in self.a.chunks_exact_mut(GROUP) {
+                let amax = group.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+                let mut scale = 1.0f32;
+                if rescale && amax > HUGE {
+                    // amax ≤ 3.4e38 < 2^128, so the exponent is 64..=127 and 2^-e is normal.
+                    let e = (amax.to_bits() >> 23) as i32 - 127 - 64;
+                    scale = f32::from_bits(((e + 127) as u32) << 23);
+                    let inv = f32::from_bits(((127 - e) as u32) << 23);
+                    for v in group.iter_mut() {
+                        let scaled = *v * inv;
+                        *v = if scaled.abs() < f32::MIN_POSITIVE {
+                            0.0
+                        } else {
+                            scaled
+                        };
+                    }
+                }
+                self.gscale.push(scale);
+                self.sums.push(group.iter().sum::<f32>());
             }
         }
+        self.ab.clear();
+        self.ab
+            .extend(self.a.iter().map(|v| (v.to_bits() >> 16) as u16));
     }
 
     /// Number of 128-groups per row (0 when K is not a multiple of 128).
@@ -75,13 +111,13 @@ thread_local! {
 
 /// Runs `f` on the prepared form of `x`, reusing a per-thread holder so that a steady
 /// decode loop does not allocate.
-pub fn with_act<R>(x: Bf16Rows<'_>, f: impl FnOnce(&ActF32) -> R) -> R {
+pub fn with_act<R>(x: Bf16Rows<'_>, rescale: bool, f: impl FnOnce(&ActF32) -> R) -> R {
     CACHE.with(|cell| match cell.try_borrow_mut() {
         Ok(mut act) => {
-            act.refill(x);
+            act.refill(x, rescale);
             f(&act)
         }
-        Err(_) => f(&ActF32::new(x)),
+        Err(_) => f(&ActF32::new(x, rescale)),
     })
 }
 
@@ -106,8 +142,28 @@ mod tests {
             .map(|i| Bf16(if i < k { 0x3F80 } else { 0x4000 }))
             .collect();
         let x = Bf16Rows::new(&a, 2, k).expect("shape matches");
-        let act = ActF32::new(x);
+        let act = ActF32::new(x, true);
         assert_eq!(act.sums, vec![128.0, 128.0, 256.0, 256.0]);
-        assert_eq!(with_act(x, |a| a.sums.clone()), act.sums);
+        assert_eq!(with_act(x, false, |a| a.sums.clone()), act.sums);
+        assert_eq!(act.gscale, vec![1.0; 4]);
+        assert_eq!(act.ab, a.iter().map(|b| b.0).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn huge_groups_are_rescaled_exactly() {
+        let k = 256;
+        let max = Bf16(0x7F7F); // largest finite bf16, ≈ 3.39e38
+        let a: Vec<Bf16> = (0..k)
+            .map(|i| if i < 128 { max } else { Bf16::ONE })
+            .collect();
+        let rows = Bf16Rows::new(&a, 1, k).expect("shape");
+        assert_eq!(ActF32::new(rows, false).gscale, vec![1.0, 1.0]);
+        let act = ActF32::new(rows, true);
+        assert_eq!(act.gscale[1], 1.0);
+        let g = act.gscale[0];
+        assert!(g > 1.0 && g.log2().fract() == 0.0);
+        assert_eq!(act.a[0] * g, max.to_f32());
+        assert!(act.sums[0].is_finite() && act.sums[0] * g == 128.0 * max.to_f32());
+        assert_eq!(act.ab[0], (act.a[0].to_bits() >> 16) as u16);
     }
 }

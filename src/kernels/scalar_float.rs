@@ -59,7 +59,8 @@ fn w4a16_block(
                     .map(|(kk, &x)| record_code(rec, c, kk) as f32 * x)
                     .sum();
                 let (s, z) = (record_scale(rec, c).to_f32(), record_zero(rec, c).to_f32());
-                tot += s * (d - z * act.sums[(r0 + m) * ng + g]);
+                let i = (r0 + m) * ng + g;
+                tot += s * act.gscale[i] * (d - z * act.sums[i]);
             }
             tile[m * PANEL + c] = tot;
         }
@@ -72,7 +73,7 @@ unsafe fn w4a16_scalar(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out: &m
     if x.k != w.k() {
         return;
     }
-    with_act(x, |act| {
+    with_act(x, true, |act| {
         run_panels(
             pool,
             x.m,
@@ -119,7 +120,7 @@ unsafe fn bf16_scalar(pool: &ThreadPool, w: &PackedBf16, x: Bf16Rows<'_>, out: &
     if x.k != w.k() {
         return;
     }
-    with_act(x, |act| {
+    with_act(x, false, |act| {
         run_panels(
             pool,
             x.m,

@@ -53,8 +53,11 @@ pub(crate) enum Data {
     Random,
     /// Codes only 0 and 15, fractional zeros.
     CodeExtremes,
-    /// Activations of ±1e35 (bf16-representable, as large as the f32 fold allows).
+    /// Activations of ±1e35.
     Huge,
+    /// Activations at ±the largest finite bf16 (3.39e38), with weights small enough that the
+    /// outputs stay finite: exercises the power-of-two group rescaling of the fold.
+    MaxBf16,
     /// Every activation a bf16 denormal.
     Denormal,
     /// Every other activation row all zero.
@@ -70,7 +73,10 @@ fn weights(n: usize, k: usize, data: Data, rng: &mut Rng) -> QuantWeights {
         })
         .collect();
     let scales = (0..n * g)
-        .map(|_| Bf16::from_f32(0.01 * (0.5 + rng.unit().abs())))
+        .map(|_| {
+            let unit = if data == Data::MaxBf16 { 1e-6 } else { 0.01 };
+            Bf16::from_f32(unit * (0.5 + rng.unit().abs()))
+        })
         .collect();
     let zeros = (0..n * g)
         .map(|i| {
@@ -90,6 +96,7 @@ fn activations(m: usize, k: usize, data: Data, rng: &mut Rng) -> Vec<Bf16> {
     (0..m * k)
         .map(|i| match data {
             Data::Huge => Bf16::from_f32(if rng.below(2) == 0 { 1e35 } else { -1e35 }),
+            Data::MaxBf16 => Bf16(0x7F7F | ((rng.below(2) as u16) << 15)),
             Data::Denormal => Bf16((rng.below(0x7F) as u16 + 1) | ((rng.below(2) as u16) << 15)),
             Data::ZeroRows if (i / k).is_multiple_of(2) => Bf16::ZERO,
             _ => Bf16::from_f32(2.0 * rng.unit()),
@@ -239,6 +246,7 @@ pub(crate) fn bf16_case(
     let w: Vec<Bf16> = (0..n * k)
         .map(|i| match (data, i % 97) {
             (Data::Denormal, 0) => Bf16(0x0005),
+            (Data::MaxBf16, _) => Bf16::from_f32(rng.unit() * 1e-4),
             _ => Bf16::from_f32(rng.unit() * 0.05),
         })
         .collect();
@@ -318,6 +326,7 @@ fn w4a16_extremes() {
     for data in [
         Data::CodeExtremes,
         Data::Huge,
+        Data::MaxBf16,
         Data::Denormal,
         Data::ZeroRows,
     ] {
@@ -351,7 +360,7 @@ fn bf16_large_k_extremes_and_split_k() {
     for (m, n, k) in [(1, 70, 2048), (2, 65, 6144), (17, 40, 2048), (1, 1, 1024)] {
         assert!(bf16_case(&e, m, n, k, Data::Random, (m + n) as u64) > 0);
     }
-    for data in [Data::Huge, Data::Denormal, Data::ZeroRows] {
+    for data in [Data::Huge, Data::MaxBf16, Data::Denormal, Data::ZeroRows] {
         assert!(bf16_case(&e, 5, 65, 256, data, 3) > 0);
         assert!(bf16_case(&e, 33, 64, 128, data, 4) > 0);
     }

@@ -41,6 +41,7 @@ fn w4a16_amx_driver_emulated() {
     for data in [
         Data::CodeExtremes,
         Data::Huge,
+        Data::MaxBf16,
         Data::Denormal,
         Data::ZeroRows,
     ] {
@@ -56,7 +57,7 @@ fn bf16_amx_driver_emulated() {
         assert_eq!(bf16_case(&e, m, n, k, Data::Random, 400 + i as u64), 1);
     }
     bf16_case(&e, 33, 40, 2048, Data::Random, 8);
-    for data in [Data::Huge, Data::Denormal, Data::ZeroRows] {
+    for data in [Data::Huge, Data::MaxBf16, Data::Denormal, Data::ZeroRows] {
         bf16_case(&e, 33, 64, 128, data, 9);
     }
 }

@@ -42,7 +42,7 @@ where
     if x.k != w.k() {
         return;
     }
-    with_act(x, |act| {
+    with_act(x, false, |act| {
         run_panels(
             pool,
             x.m,

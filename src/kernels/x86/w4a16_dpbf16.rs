@@ -73,8 +73,8 @@ fn load3(lut: &[u16; 32], p0: &[u8; 64], p1: &[u8; 64]) -> (__m512i, __m512i, __
 ///
 /// # Safety
 ///
-/// AVX-512 F/BW/BF16 enabled in the caller; `panel` holds records `0..groups.end`; `xa`
-/// holds the bf16 rows `r0..r0+MR` (K each) and `act` their Σa.
+/// AVX-512 F/BW/BF16 enabled in the caller; `panel` holds records `0..groups.end`; `act`
+/// holds rows `r0..r0+MR` (bf16 form `ab`, Σa, group scales).
 // Index loops mirror the register blocking (rows × column blocks) on purpose.
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
@@ -82,12 +82,12 @@ unsafe fn micro<const MR: usize>(
     d: DpBf16,
     panel: *const u8,
     groups: core::ops::Range<usize>,
-    xa: *const u16,
     act: &ActF32,
     r0: usize,
     tile: &mut Tile,
 ) {
     let k = act.k;
+    let xa = act.ab.as_ptr();
     let ng = act.groups();
     // SAFETY (whole body): offsets stay inside the records, rows and sums (contract).
     unsafe {
@@ -126,9 +126,11 @@ unsafe fn micro<const MR: usize>(
                 };
                 let (s, z) = (ld(SCALE_OFFSET), ld(ZERO_OFFSET));
                 for m in 0..MR {
-                    let sa = _mm512_set1_ps(*act.sums.as_ptr().add((r0 + m) * ng + g));
+                    let i = (r0 + m) * ng + g;
+                    let sa = _mm512_set1_ps(*act.sums.as_ptr().add(i));
+                    let sg = _mm512_mul_ps(s, _mm512_set1_ps(*act.gscale.as_ptr().add(i)));
                     let t = _mm512_fnmadd_ps(z, sa, acc[m][j]);
-                    tot[m][j] = _mm512_fmadd_ps(s, t, tot[m][j]);
+                    tot[m][j] = _mm512_fmadd_ps(sg, t, tot[m][j]);
                 }
             }
         }
@@ -140,16 +142,14 @@ unsafe fn micro<const MR: usize>(
     }
 }
 
-/// Rows `r0..r0+mr` (mr ≤ 4) of one panel over `groups` into `tile`; `xa` are the raw bf16
-/// activations `[m][k]` and `act` their flushed f32 form (for Σa). Returns `false` (and
-/// computes nothing) when the slices do not cover the request.
-#[allow(clippy::too_many_arguments)]
+/// Rows `r0..r0+mr` (mr ≤ 4) of one panel over `groups` into `tile`, reading the prepared
+/// activations (`act.ab`, flushed and group-scaled bf16, with Σa and group scales).
+/// Returns `false` (and computes nothing) when the slices do not cover the request.
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
 pub(crate) fn block(
     d: DpBf16,
     panel: &[u8],
     groups: core::ops::Range<usize>,
-    xa: &[u16],
     act: &ActF32,
     r0: usize,
     mr: usize,
@@ -159,19 +159,20 @@ pub(crate) fn block(
         && groups.end <= act.groups()
         && panel.len() >= groups.end * RECORD_BYTES
         && r0 + mr <= act.m
-        && xa.len() == act.m * act.k
-        && act.sums.len() == act.m * act.groups();
+        && act.ab.len() == act.m * act.k
+        && act.sums.len() == act.m * act.groups()
+        && act.gscale.len() == act.sums.len();
     if !ok {
         return false;
     }
-    let (p, x) = (panel.as_ptr(), xa.as_ptr());
+    let p = panel.as_ptr();
     // SAFETY: `d` proves the features enabled here; bounds checked above.
     unsafe {
         match mr {
-            1 => micro::<1>(d, p, groups, x, act, r0, tile),
-            2 => micro::<2>(d, p, groups, x, act, r0, tile),
-            3 => micro::<3>(d, p, groups, x, act, r0, tile),
-            _ => micro::<4>(d, p, groups, x, act, r0, tile),
+            1 => micro::<1>(d, p, groups, act, r0, tile),
+            2 => micro::<2>(d, p, groups, act, r0, tile),
+            3 => micro::<3>(d, p, groups, act, r0, tile),
+            _ => micro::<4>(d, p, groups, act, r0, tile),
         }
     }
     true

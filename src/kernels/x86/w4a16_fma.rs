@@ -43,6 +43,7 @@ unsafe fn micro<V: Lanes16, const MR: usize, const JB: usize, const SPLIT: bool>
     let ng = act.groups();
     let a = act.a.as_ptr();
     let sums = act.sums.as_ptr();
+    let gscale = act.gscale.as_ptr();
     // SAFETY (whole body): every pointer offset below stays inside the record (< 4352 B),
     // the activation row (< k) or the sums row (< ng), per this function's contract.
     unsafe {
@@ -81,8 +82,9 @@ unsafe fn micro<V: Lanes16, const MR: usize, const JB: usize, const SPLIT: bool>
                             acc[0][m][jj]
                         };
                         let sa = v.splat(*sums.add((r0 + m) * ng + g));
+                        let sg = v.mul(s, v.splat(*gscale.add((r0 + m) * ng + g)));
                         let t = v.sub(d, v.mul(z, sa));
-                        tot[m][jb + jj] = v.fma(s, t, tot[m][jb + jj]);
+                        tot[m][jb + jj] = v.fma(sg, t, tot[m][jb + jj]);
                     }
                 }
                 jb += JB;
@@ -142,6 +144,7 @@ fn in_bounds(
         && r0 + mr <= act.m
         && act.a.len() == act.m * act.k
         && act.sums.len() == act.m * act.groups()
+        && act.gscale.len() == act.sums.len()
 }
 
 /// AVX2 + FMA block: rows `r0..r0+mr` of one panel over `groups`, into `tile`.

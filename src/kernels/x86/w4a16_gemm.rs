@@ -34,7 +34,7 @@ where
     if x.k != w.k() {
         return;
     }
-    with_act(x, |act| {
+    with_act(x, true, |act| {
         run_panels(
             pool,
             x.m,
@@ -86,11 +86,9 @@ pub unsafe fn gemv_dpbf16(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out:
     let Some(d) = w4a16_dpbf16::DpBf16::new() else {
         return;
     };
-    // SAFETY: Bf16 is a transparent u16.
-    let raw: &[u16] = unsafe { core::slice::from_raw_parts(x.data.as_ptr().cast(), x.data.len()) };
     run_gemv(pool, w, x, out, |panel, g, act, r0, mr, tile| {
         // SAFETY: `d` proves the AVX-512 features.
-        unsafe { w4a16_dpbf16::block(d, panel, g, raw, act, r0, mr, tile) }
+        unsafe { w4a16_dpbf16::block(d, panel, g, act, r0, mr, tile) }
     });
 }
 
