@@ -1,0 +1,198 @@
+//! The seam between `bench` and the kernels: what a GEMM backend must offer.
+//!
+//! `bench` never calls a kernel directly. It asks a [`Backend`] for its kernel variants
+//! (each with an availability verdict), has it check a variant against the scalar
+//! reference, pack weights for a path, prepare activations, run one GEMM with a chosen
+//! variant, and run a closure on every worker of its thread pool (for the bandwidth and
+//! peak probes, so they use the same threads as the GEMMs). The real backend adapts
+//! `crate::kernels`; the fake one (`fake.rs`) does tiny scalar work so the report and the
+//! verdict can be tested without timing noise.
+
+use serde::Serialize;
+
+/// A weight path `bench` can measure (the contract's `results[].path`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BenchPath {
+    W4a8,
+    W4a16,
+    Bf16,
+}
+
+impl BenchPath {
+    pub const ALL: [BenchPath; 3] = [BenchPath::W4a8, BenchPath::W4a16, BenchPath::Bf16];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BenchPath::W4a8 => "w4a8",
+            BenchPath::W4a16 => "w4a16",
+            BenchPath::Bf16 => "bf16",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<BenchPath> {
+        BenchPath::ALL
+            .into_iter()
+            .find(|p| p.as_str().eq_ignore_ascii_case(text.trim()))
+    }
+
+    /// Whether weights packed for `self` serve `other` too (W4A8 and W4A16 share P64·G128).
+    pub fn shares_layout(self, other: BenchPath) -> bool {
+        self == other || (self != BenchPath::Bf16 && other != BenchPath::Bf16)
+    }
+
+    /// Bits each weight occupies in memory, scales and zeros included (kernels.md §1).
+    pub fn bits_per_weight(self) -> f64 {
+        match self {
+            BenchPath::W4a8 | BenchPath::W4a16 => 4.25,
+            BenchPath::Bf16 => 16.0,
+        }
+    }
+}
+
+impl std::fmt::Display for BenchPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Decode runs one token (M = 1); prefill runs `--prefill-tokens` at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    Decode,
+    Prefill,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Decode => "decode",
+            Phase::Prefill => "prefill",
+        }
+    }
+}
+
+/// How int4 weights are quantized: zero point fixed at 8, or fitted per group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scheme {
+    Symmetric,
+    Asymmetric,
+}
+
+impl Scheme {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scheme::Symmetric => "symmetric",
+            Scheme::Asymmetric => "asymmetric",
+        }
+    }
+}
+
+/// The compute unit a kernel leans on, which names its roofline (`peaks.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Unit {
+    AmxInt8,
+    AmxBf16,
+    Avx512Vnni,
+    AvxVnni,
+    Avx2Int8,
+    Avx512Fma,
+    Avx2Fma,
+    Scalar,
+}
+
+impl Unit {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unit::AmxInt8 => "amx-int8",
+            Unit::AmxBf16 => "amx-bf16",
+            Unit::Avx512Vnni => "avx512-vnni",
+            Unit::AvxVnni => "avx-vnni",
+            Unit::Avx2Int8 => "avx2-int8",
+            Unit::Avx512Fma => "avx512-fma",
+            Unit::Avx2Fma => "avx2-fma",
+            Unit::Scalar => "scalar",
+        }
+    }
+}
+
+/// One kernel variant as `bench` sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelInfo {
+    /// The name `--kernel` takes (e.g. `w4a8-avx2`).
+    pub name: String,
+    pub path: BenchPath,
+    /// The phases this variant serves (a GEMV may serve decode only).
+    pub phases: Vec<Phase>,
+    /// The unit whose peak is this variant's roofline.
+    pub unit: Unit,
+    /// `None` when this host can run it, else why not (missing CPU or OS feature).
+    pub unavailable: Option<String>,
+    /// Preference when several variants could serve a phase: lower is tried first.
+    pub rank: u32,
+}
+
+impl KernelInfo {
+    pub fn serves(&self, phase: Phase) -> bool {
+        self.phases.contains(&phase)
+    }
+}
+
+/// Runs a closure on every worker of a pool and waits for all of them.
+pub trait Parallel {
+    /// Number of workers `run` uses.
+    fn workers(&self) -> usize;
+    /// Calls `f(worker, workers)` once on each worker, concurrently.
+    fn run(&self, f: &(dyn Fn(usize, usize) + Sync));
+}
+
+/// What `bench` needs from a kernel library.
+pub trait Backend: Parallel {
+    /// Packed weights, ready for the GEMMs of one path.
+    type Weights: Send + Sync;
+    /// Activations prepared for one path (quantized for W4A8, bf16 for the others).
+    type Input;
+
+    /// Every variant this build knows, available or not.
+    fn kernels(&self) -> Vec<KernelInfo>;
+    /// Runs `kernel` on small shapes against the scalar reference; `Err` says what failed.
+    fn verify(&self, kernel: &KernelInfo) -> Result<(), String>;
+    /// Packs `w` (`n` rows of `k`, row-major f32) for `path`.
+    fn pack(
+        &self,
+        path: BenchPath,
+        w: &[f32],
+        n: usize,
+        k: usize,
+        scheme: Scheme,
+    ) -> anyhow::Result<Self::Weights>;
+    /// Packed weights of the right layout and size holding arbitrary valid codes, scales
+    /// and zeros: timing buffers that need no f32 original (quantizing a 151936-row
+    /// lm_head from f32 would take longer than timing it).
+    fn synthetic(
+        &self,
+        path: BenchPath,
+        n: usize,
+        k: usize,
+        seed: u64,
+    ) -> anyhow::Result<Self::Weights>;
+    /// A copy of packed weights in fresh memory (so the rotation never reuses a buffer).
+    fn duplicate(&self, w: &Self::Weights) -> Self::Weights;
+    /// Bytes the packed weights occupy (what a decode step streams from memory).
+    fn weight_bytes(&self, w: &Self::Weights) -> usize;
+    /// Prepares `x` (`m` rows of `k`) as input of `path`.
+    fn input(&self, path: BenchPath, x: &[f32], m: usize, k: usize) -> anyhow::Result<Self::Input>;
+    /// `out[m][n] = x · wᵀ` with the given variant, on all workers.
+    fn gemm(
+        &self,
+        kernel: &KernelInfo,
+        w: &Self::Weights,
+        x: &Self::Input,
+        out: &mut [f32],
+    ) -> anyhow::Result<()>;
+    /// Whether the AMX tile data permission was granted (requested once by the kernels).
+    fn amx_ready(&self) -> Result<(), String>;
+}

@@ -1,0 +1,88 @@
+//! Memory read bandwidth, measured in the same run and with the same thread pool as the
+//! GEMMs, so every decode figure has its roofline.
+//!
+//! Each worker sums its own contiguous share of a buffer several times larger than the
+//! L3 (filled with non-zero data, so no page is the shared zero page), with 32-byte loads
+//! where AVX2 exists, as the GEMV kernels read. The roofline is the best repeat (noise
+//! only ever slows a read down, as STREAM reports it); the median and min are kept too.
+
+use std::hint::black_box;
+
+use super::backend::Parallel;
+use super::clock::{Clock, Sampling};
+use super::report::Bandwidth;
+use super::stats::Summary;
+
+/// The buffer: four times the L3, at least 512 MiB (the reference used 1 GiB).
+pub fn buffer_bytes(l3_bytes: u64) -> u64 {
+    (4 * l3_bytes).max(512 << 20)
+}
+
+/// The share of `len` words worker `w` of `n` reads.
+fn share(len: usize, w: usize, n: usize) -> std::ops::Range<usize> {
+    let per = len.div_ceil(n.max(1));
+    (w * per).min(len)..((w + 1) * per).min(len)
+}
+
+/// Measures read bandwidth over a buffer of `bytes`.
+pub fn measure(
+    pool: &dyn Parallel,
+    clock: &dyn Clock,
+    bytes: u64,
+    sampling: Sampling,
+) -> anyhow::Result<Bandwidth> {
+    let words = (bytes / 8) as usize;
+    let buf: Vec<u64> = (0..words as u64).map(|i| i | 1).collect();
+    let workers = pool.workers();
+    let mut run = || -> anyhow::Result<f64> {
+        let t = clock.time(&mut || {
+            pool.run(&|w, n| {
+                let _ = n;
+                black_box(super::peaks::wide_sum(black_box(
+                    &buf[share(words, w, workers)],
+                )));
+            })
+        });
+        Ok(t)
+    };
+    let samples = sampling.collect(clock, &mut run)?;
+    let gbps: Vec<f64> = samples
+        .iter()
+        .map(|t| words as f64 * 8.0 / t.max(1e-12) / 1e9)
+        .collect();
+    let s = Summary::of(&gbps).ok_or_else(|| anyhow::anyhow!("bandwidth: no samples"))?;
+    Ok(Bandwidth {
+        gbps: s.max,
+        gbps_median: s.median,
+        gbps_min: s.min,
+        buffer_bytes: words as u64 * 8,
+        repeats: s.n,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wide_sum_matches_the_obvious_fold() {
+        let v: Vec<u64> = (0..1003).map(|i| i * 7 + 1).collect();
+        assert_eq!(super::super::peaks::wide_sum(&v), v.iter().sum::<u64>());
+        assert_eq!(super::super::peaks::wide_sum(&[]), 0);
+    }
+
+    #[test]
+    fn shares_cover_the_buffer_once() {
+        for n in 1..5 {
+            let total: usize = (0..n).map(|w| share(10, w, n).len()).sum();
+            assert_eq!(total, 10);
+        }
+        assert!(share(2, 3, 4).is_empty());
+    }
+
+    #[test]
+    fn buffer_is_at_least_four_l3s() {
+        assert_eq!(buffer_bytes(32 << 20), 512 << 20);
+        assert_eq!(buffer_bytes(300 << 20), 1200 << 20);
+    }
+}

@@ -1,0 +1,317 @@
+//! The real backend: `crate::kernels` (registry, packers, quantizers, thread pool and
+//! scalar references) seen through bench's [`Backend`] trait.
+//!
+//! W4A8 and W4A16 share the P64·G128 packed int4 layout; bf16 uses the VNNI-2 panel
+//! layout. The correctness gate runs each variant on small shapes (N not a multiple of the
+//! 64-column panel, several groups, and an M above the decode range for prefill variants)
+//! against the scalar reference: W4A8 within 1e-4 relative error of the exact integer
+//! identity, W4A16 and bf16 within 1e-2 (AMX-BF16 rounds dequantized weights to bf16).
+
+use super::backend::{Backend, BenchPath, KernelInfo, Parallel, Phase, Scheme, Unit};
+use super::rng::Rng;
+use crate::kernels::bf16::to_bf16_vec;
+use crate::kernels::registry::{self, KernelPath, Ready};
+use crate::kernels::weights;
+use crate::kernels::{Bf16, Bf16Rows, PackedBf16, PackedW4, QuantActs, ThreadPool, cpu, reference};
+
+/// Packed weights of either layout.
+pub enum Packed {
+    W4(PackedW4),
+    Bf16(PackedBf16),
+}
+
+/// Activations: quantized for W4A8, bf16 rows for the others.
+pub enum Acts {
+    Quant(QuantActs),
+    Bf16 { data: Vec<Bf16>, m: usize, k: usize },
+}
+
+pub struct KernelsBackend {
+    pool: ThreadPool,
+}
+
+impl KernelsBackend {
+    pub fn new(threads: usize) -> anyhow::Result<KernelsBackend> {
+        // The pool requests the AMX permission before spawning its workers.
+        let pool = ThreadPool::new(threads)
+            .map_err(|e| anyhow::anyhow!("cannot start {threads} worker threads: {e}"))?;
+        Ok(KernelsBackend { pool })
+    }
+}
+
+fn to_path(p: KernelPath) -> BenchPath {
+    match p {
+        KernelPath::W4A8 => BenchPath::W4a8,
+        KernelPath::W4A16 => BenchPath::W4a16,
+        KernelPath::Bf16 => BenchPath::Bf16,
+    }
+}
+
+/// The roofline unit of a variant, from its path and ISA family.
+pub fn unit_for(path: BenchPath, isa: &str) -> Unit {
+    let isa = isa.to_ascii_lowercase();
+    match path {
+        BenchPath::W4a8 if isa.contains("amx") => Unit::AmxInt8,
+        BenchPath::W4a8 if isa.contains("avx512") => Unit::Avx512Vnni,
+        BenchPath::W4a8 if isa.contains("avxvnni") || isa.contains("avx-vnni") => Unit::AvxVnni,
+        BenchPath::W4a8 if isa.contains("avx2") => Unit::Avx2Int8,
+        _ if isa.contains("amx") => Unit::AmxBf16,
+        _ if isa.contains("avx512") => Unit::Avx512Fma,
+        _ if isa.contains("avx") => Unit::Avx2Fma,
+        _ => Unit::Scalar,
+    }
+}
+
+fn ready(kernel: &KernelInfo) -> anyhow::Result<Ready> {
+    Ok(registry::by_name(&kernel.name)?.ready()?)
+}
+
+fn kscheme(s: Scheme) -> weights::Scheme {
+    match s {
+        Scheme::Symmetric => weights::Scheme::Symmetric,
+        Scheme::Asymmetric => weights::Scheme::Asymmetric,
+    }
+}
+
+impl Parallel for KernelsBackend {
+    fn workers(&self) -> usize {
+        self.pool.threads()
+    }
+
+    fn run(&self, f: &(dyn Fn(usize, usize) + Sync)) {
+        self.pool.run(|w| f(w.index, w.threads));
+    }
+}
+
+impl KernelsBackend {
+    /// One correctness case: `m` x `n` x `k` against the scalar reference.
+    fn check_case(
+        &self,
+        kernel: &KernelInfo,
+        m: usize,
+        n: usize,
+        k: usize,
+        seed: u64,
+    ) -> Result<(), String> {
+        let mut rng = Rng::new(seed);
+        let w = rng.normals(n * k, 0.05);
+        let x = to_bf16_vec(&rng.normals(m * k, 1.0));
+        let rows = Bf16Rows::new(&x, m, k).map_err(|e| e.to_string())?;
+        let mut out = vec![0.0f32; m * n];
+        let r = ready(kernel).map_err(|e| e.to_string())?;
+        let (want, tol) = match kernel.path {
+            BenchPath::W4a8 | BenchPath::W4a16 => {
+                let q = weights::quantize(&w, n, k, weights::Scheme::Asymmetric)
+                    .map_err(|e| e.to_string())?;
+                let packed = PackedW4::pack(&q);
+                if kernel.path == BenchPath::W4a8 {
+                    let a = QuantActs::quantize(rows).map_err(|e| e.to_string())?;
+                    r.w4a8(&self.pool, &packed, &a, &mut out)
+                        .map_err(|e| e.to_string())?;
+                    (reference::w4a8(&q, &a), 1e-4)
+                } else {
+                    r.w4a16(&self.pool, &packed, rows, &mut out)
+                        .map_err(|e| e.to_string())?;
+                    (reference::w4a16(&q, rows), 1e-2)
+                }
+            }
+            BenchPath::Bf16 => {
+                let wb = to_bf16_vec(&w);
+                let packed = PackedBf16::pack(&wb, n, k);
+                r.bf16(&self.pool, &packed, rows, &mut out)
+                    .map_err(|e| e.to_string())?;
+                (reference::bf16(&wb, n, rows), 1e-2)
+            }
+        };
+        if out.iter().any(|v| !v.is_finite()) {
+            return Err(format!("non-finite output on {m}x{n}x{k}"));
+        }
+        let err = reference::rel_error(&out, &want);
+        if err.is_finite() && err <= tol {
+            Ok(())
+        } else {
+            Err(format!(
+                "relative error {err:.2e} vs the scalar reference on M={m} N={n} K={k} (tolerance {tol:.0e})"
+            ))
+        }
+    }
+}
+
+impl Backend for KernelsBackend {
+    type Weights = Packed;
+    type Input = Acts;
+
+    fn kernels(&self) -> Vec<KernelInfo> {
+        registry::all()
+            .iter()
+            .map(|v| {
+                let path = to_path(v.path());
+                let missing = v.missing();
+                KernelInfo {
+                    name: v.name.to_string(),
+                    path,
+                    phases: [Phase::Decode, Phase::Prefill]
+                        .into_iter()
+                        .filter(|p| {
+                            v.serves(match p {
+                                Phase::Decode => registry::Phase::Decode,
+                                Phase::Prefill => registry::Phase::Prefill,
+                            })
+                        })
+                        .collect(),
+                    unit: unit_for(path, v.isa),
+                    unavailable: (!missing.is_empty())
+                        .then(|| format!("missing {}", missing.join(", "))),
+                    rank: v.rank,
+                }
+            })
+            .collect()
+    }
+
+    fn verify(&self, kernel: &KernelInfo) -> Result<(), String> {
+        let mut cases = Vec::new();
+        if kernel.serves(Phase::Decode) {
+            cases.extend([(1, 130, 256), (3, 64, 384)]);
+        }
+        if kernel.serves(Phase::Prefill) {
+            cases.extend([(17, 130, 256), (40, 192, 512)]);
+        }
+        for (i, &(m, n, k)) in cases.iter().enumerate() {
+            self.check_case(kernel, m, n, k, 1000 + i as u64)?;
+        }
+        Ok(())
+    }
+
+    fn pack(
+        &self,
+        path: BenchPath,
+        w: &[f32],
+        n: usize,
+        k: usize,
+        scheme: Scheme,
+    ) -> anyhow::Result<Packed> {
+        Ok(match path {
+            BenchPath::W4a8 | BenchPath::W4a16 => Packed::W4(PackedW4::pack(&weights::quantize(
+                w,
+                n,
+                k,
+                kscheme(scheme),
+            )?)),
+            BenchPath::Bf16 => {
+                anyhow::ensure!(
+                    w.len() == n * k,
+                    "bf16 weights hold {} values, {n}x{k} needs {}",
+                    w.len(),
+                    n * k
+                );
+                Packed::Bf16(PackedBf16::pack(&to_bf16_vec(w), n, k))
+            }
+        })
+    }
+
+    fn synthetic(&self, path: BenchPath, n: usize, k: usize, seed: u64) -> anyhow::Result<Packed> {
+        weights::check_shape(n, k)?;
+        let mut rng = Rng::new(seed);
+        Ok(match path {
+            // Generated directly in packed form: no unpacked staging.
+            BenchPath::W4a8 | BenchPath::W4a16 => Packed::W4(PackedW4::random(n, k, seed)?),
+            BenchPath::Bf16 => {
+                let mut w = Vec::with_capacity(n * k);
+                while w.len() < n * k {
+                    let mut r = rng.next_u64();
+                    for _ in 0..(n * k - w.len()).min(8) {
+                        // |w| in [2^-7, 2^-6) with a random sign and mantissa.
+                        w.push(Bf16(0x3C00 | (r & 0x7F) as u16 | ((r & 0x80) as u16) << 8));
+                        r >>= 8;
+                    }
+                }
+                Packed::Bf16(PackedBf16::pack(&w, n, k))
+            }
+        })
+    }
+
+    fn duplicate(&self, w: &Packed) -> Packed {
+        match w {
+            Packed::W4(p) => Packed::W4(p.clone()),
+            Packed::Bf16(p) => Packed::Bf16(p.clone()),
+        }
+    }
+
+    fn weight_bytes(&self, w: &Packed) -> usize {
+        match w {
+            Packed::W4(p) => p.bytes(),
+            Packed::Bf16(p) => p.bytes(),
+        }
+    }
+
+    fn input(&self, path: BenchPath, x: &[f32], m: usize, k: usize) -> anyhow::Result<Acts> {
+        let data = to_bf16_vec(x);
+        Ok(match path {
+            BenchPath::W4a8 => Acts::Quant(QuantActs::quantize(Bf16Rows::new(&data, m, k)?)?),
+            _ => {
+                Bf16Rows::new(&data, m, k)?;
+                Acts::Bf16 { data, m, k }
+            }
+        })
+    }
+
+    fn gemm(
+        &self,
+        kernel: &KernelInfo,
+        w: &Packed,
+        x: &Acts,
+        out: &mut [f32],
+    ) -> anyhow::Result<()> {
+        let r = ready(kernel)?;
+        match (kernel.path, w, x) {
+            (BenchPath::W4a8, Packed::W4(w), Acts::Quant(a)) => r.w4a8(&self.pool, w, a, out)?,
+            (BenchPath::W4a16, Packed::W4(w), Acts::Bf16 { data, m, k }) => {
+                r.w4a16(&self.pool, w, Bf16Rows::new(data, *m, *k)?, out)?
+            }
+            (BenchPath::Bf16, Packed::Bf16(w), Acts::Bf16 { data, m, k }) => {
+                r.bf16(&self.pool, w, Bf16Rows::new(data, *m, *k)?, out)?
+            }
+            (path, _, _) => anyhow::bail!(
+                "kernel {} ({path}) was given operands of another path",
+                kernel.name
+            ),
+        }
+        Ok(())
+    }
+
+    fn amx_ready(&self) -> Result<(), String> {
+        cpu::amx_permission().map_err(|missing| format!("missing {missing}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_follow_path_and_isa() {
+        assert_eq!(unit_for(BenchPath::W4a8, "amx"), Unit::AmxInt8);
+        assert_eq!(unit_for(BenchPath::W4a8, "avx512"), Unit::Avx512Vnni);
+        assert_eq!(unit_for(BenchPath::W4a8, "avxvnni"), Unit::AvxVnni);
+        assert_eq!(unit_for(BenchPath::W4a8, "avx2"), Unit::Avx2Int8);
+        assert_eq!(unit_for(BenchPath::W4a16, "amx"), Unit::AmxBf16);
+        assert_eq!(unit_for(BenchPath::Bf16, "avx512"), Unit::Avx512Fma);
+        assert_eq!(unit_for(BenchPath::W4a16, "avx2"), Unit::Avx2Fma);
+        assert_eq!(unit_for(BenchPath::Bf16, "scalar"), Unit::Scalar);
+    }
+
+    #[test]
+    fn every_available_variant_passes_the_gate_and_synthetic_weights_run() {
+        let b = KernelsBackend::new(2).unwrap();
+        for k in b.kernels().iter().filter(|k| k.unavailable.is_none()) {
+            b.verify(k).unwrap_or_else(|e| panic!("{}: {e}", k.name));
+            let w = b.synthetic(k.path, 100, 256, 1).unwrap();
+            let x = b.input(k.path, &vec![0.5; 256], 1, 256).unwrap();
+            let mut out = vec![0.0; 100];
+            if k.serves(Phase::Decode) {
+                b.gemm(k, &w, &x, &mut out).unwrap();
+                assert!(out.iter().all(|v| v.is_finite()));
+            }
+        }
+    }
+}

@@ -1,0 +1,390 @@
+//! x86_64 register-only loops for the compute peaks: FMA (AVX2 and AVX-512), int8
+//! multiply-add (AVX2 `vpmaddubsw`+`vpmaddwd`, AVX-VNNI and AVX-512 VNNI `vpdpbusd`) and
+//! AMX (`TDPBSSD`, `TDPBF16PS`, through `asm!`).
+//!
+//! Each `#[target_feature]` loop is only reachable through [`loop_for`], which checks the
+//! CPU (and for AMX the OS permission, granted by the kernels) before handing it out.
+
+use std::arch::asm;
+use std::arch::x86_64::*;
+use std::hint::black_box;
+
+use super::Loop;
+use crate::bench::backend::Unit;
+
+/// The loop for `unit` when this CPU (and OS) can run it.
+pub fn loop_for(unit: Unit, amx: &Result<(), String>) -> Result<Loop, String> {
+    let need = |ok: bool, what: &str| {
+        if ok {
+            Ok(())
+        } else {
+            Err(format!("no {what} on this CPU"))
+        }
+    };
+    match unit {
+        Unit::Avx2Fma => {
+            need(
+                is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"),
+                "AVX2 FMA",
+            )?;
+            Ok(Loop {
+                macs: 12 * 8,
+                run: fma256,
+            })
+        }
+        Unit::Avx512Fma => {
+            need(is_x86_feature_detected!("avx512f"), "AVX-512F")?;
+            Ok(Loop {
+                macs: 24 * 16,
+                run: fma512,
+            })
+        }
+        Unit::Avx2Int8 => {
+            need(is_x86_feature_detected!("avx2"), "AVX2")?;
+            Ok(Loop {
+                macs: 12 * 32,
+                run: int8_avx2,
+            })
+        }
+        Unit::AvxVnni => {
+            need(is_x86_feature_detected!("avxvnni"), "AVX-VNNI")?;
+            Ok(Loop {
+                macs: 12 * 32,
+                run: vnni256,
+            })
+        }
+        Unit::Avx512Vnni => {
+            need(
+                is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vnni"),
+                "AVX-512 VNNI",
+            )?;
+            Ok(Loop {
+                macs: 24 * 64,
+                run: vnni512,
+            })
+        }
+        Unit::AmxInt8 | Unit::AmxBf16 => {
+            let cpuid = raw_cpuid::CpuId::new();
+            let ext = cpuid.get_extended_feature_info();
+            let (has, name) = match unit {
+                Unit::AmxInt8 => (ext.as_ref().is_some_and(|e| e.has_amx_int8()), "AMX-INT8"),
+                _ => (ext.as_ref().is_some_and(|e| e.has_amx_bf16()), "AMX-BF16"),
+            };
+            need(has, name)?;
+            amx.clone()
+                .map_err(|why| format!("{name} not usable: {why}"))?;
+            Ok(match unit {
+                Unit::AmxInt8 => Loop {
+                    macs: 4 * 16 * 16 * 64,
+                    run: amx_int8,
+                },
+                _ => Loop {
+                    macs: 4 * 16 * 16 * 32,
+                    run: amx_bf16,
+                },
+            })
+        }
+        Unit::Scalar => Err("not a peak".into()),
+    }
+}
+
+/// Sums `words` with 32-byte loads and four accumulators when AVX2 is there (the way the
+/// GEMV kernels read weights), else `None`.
+pub fn sum_avx2(words: &[u64]) -> Option<u64> {
+    if !is_x86_feature_detected!("avx2") {
+        return None;
+    }
+    // SAFETY: AVX2 was detected just above.
+    Some(unsafe { sum_avx2_tf(words) })
+}
+
+#[target_feature(enable = "avx2")]
+fn sum_avx2_tf(words: &[u64]) -> u64 {
+    let mut acc = [_mm256_setzero_si256(); 4];
+    let blocks = words.chunks_exact(16);
+    let tail: u64 = blocks.remainder().iter().fold(0, |a, &w| a.wrapping_add(w));
+    for b in blocks {
+        for (i, a) in acc.iter_mut().enumerate() {
+            // SAFETY: `b` holds 16 u64; lane group `i` covers words 4i..4i+4 inside it,
+            // and `loadu` has no alignment requirement.
+            let v = unsafe { _mm256_loadu_si256(b.as_ptr().add(4 * i).cast()) };
+            *a = _mm256_add_epi64(*a, v);
+        }
+    }
+    let mut lanes = [0u64; 16];
+    for (i, a) in acc.iter().enumerate() {
+        // SAFETY: `lanes[4i..4i+4]` is 32 writable bytes; `storeu` needs no alignment.
+        unsafe { _mm256_storeu_si256(lanes.as_mut_ptr().add(4 * i).cast(), *a) };
+    }
+    lanes.iter().fold(tail, |s, &w| s.wrapping_add(w))
+}
+
+fn fma256(iters: u64) {
+    // SAFETY: handed out by `loop_for` only after AVX2 and FMA were detected.
+    unsafe { fma256_tf(iters) }
+}
+
+#[target_feature(enable = "avx2,fma")]
+fn fma256_tf(iters: u64) {
+    // Opaque inputs: constants would let the compiler prove the loop a no-op.
+    let m = black_box(_mm256_set1_ps(0.999));
+    let c = black_box(_mm256_set1_ps(1e-3));
+    let mut acc = black_box([_mm256_set1_ps(0.5); 12]);
+    for _ in 0..iters {
+        for a in acc.iter_mut() {
+            *a = _mm256_fmadd_ps(*a, m, c);
+        }
+    }
+    black_box(acc);
+}
+
+fn fma512(iters: u64) {
+    // SAFETY: handed out by `loop_for` only after AVX-512F was detected.
+    unsafe { fma512_tf(iters) }
+}
+
+#[target_feature(enable = "avx512f")]
+fn fma512_tf(iters: u64) {
+    let m = black_box(_mm512_set1_ps(0.999));
+    let c = black_box(_mm512_set1_ps(1e-3));
+    let mut acc = black_box([_mm512_set1_ps(0.5); 24]);
+    for _ in 0..iters {
+        for a in acc.iter_mut() {
+            *a = _mm512_fmadd_ps(*a, m, c);
+        }
+    }
+    black_box(acc);
+}
+
+fn int8_avx2(iters: u64) {
+    // SAFETY: handed out by `loop_for` only after AVX2 was detected.
+    unsafe { int8_avx2_tf(iters) }
+}
+
+/// `vpmaddubsw` (32 u8 x s8 products) + `vpmaddwd` + `vpaddd`, the AVX2 int8 dot
+/// product. The u8 operand is fed back from the accumulator so the compiler cannot hoist
+/// the multiplies out of the loop.
+#[target_feature(enable = "avx2")]
+fn int8_avx2_tf(iters: u64) {
+    let b = black_box(_mm256_set1_epi8(3));
+    let ones = black_box(_mm256_set1_epi16(1));
+    let mut acc = black_box([_mm256_set1_epi32(0x0102_0304); 12]);
+    for _ in 0..iters {
+        for a in acc.iter_mut() {
+            let p = _mm256_maddubs_epi16(*a, b);
+            *a = _mm256_add_epi32(*a, _mm256_madd_epi16(p, ones));
+        }
+    }
+    black_box(acc);
+}
+
+fn vnni256(iters: u64) {
+    // SAFETY: handed out by `loop_for` only after AVX-VNNI was detected.
+    unsafe { vnni256_tf(iters) }
+}
+
+#[target_feature(enable = "avx2,avxvnni")]
+fn vnni256_tf(iters: u64) {
+    let a = black_box(_mm256_set1_epi8(7));
+    let b = black_box(_mm256_set1_epi8(-3));
+    let mut acc = black_box([_mm256_setzero_si256(); 12]);
+    for _ in 0..iters {
+        for c in acc.iter_mut() {
+            *c = _mm256_dpbusd_avx_epi32(*c, a, b);
+        }
+    }
+    black_box(acc);
+}
+
+fn vnni512(iters: u64) {
+    // SAFETY: handed out by `loop_for` only after AVX-512F and AVX-512 VNNI were detected.
+    unsafe { vnni512_tf(iters) }
+}
+
+#[target_feature(enable = "avx512f,avx512vnni")]
+fn vnni512_tf(iters: u64) {
+    let a = black_box(_mm512_set1_epi8(7));
+    let b = black_box(_mm512_set1_epi8(-3));
+    let mut acc = black_box([_mm512_setzero_si512(); 24]);
+    for _ in 0..iters {
+        for c in acc.iter_mut() {
+            *c = _mm512_dpbusd_epi32(*c, a, b);
+        }
+    }
+    black_box(acc);
+}
+
+/// AMX palette-1 tile configuration (kernels.md §6.2): only tiles 0-7 are configured.
+#[repr(C, align(64))]
+struct TileConfig {
+    palette: u8,
+    start_row: u8,
+    reserved: [u8; 14],
+    colsb: [u16; 16],
+    rows: [u8; 16],
+}
+const _: () = assert!(std::mem::size_of::<TileConfig>() == 64);
+
+impl TileConfig {
+    /// Eight tiles of 16 rows x 64 bytes.
+    fn full() -> TileConfig {
+        let mut cfg = TileConfig {
+            palette: 1,
+            start_row: 0,
+            reserved: [0; 14],
+            colsb: [0; 16],
+            rows: [0; 16],
+        };
+        cfg.colsb[..8].fill(64);
+        cfg.rows[..8].fill(16);
+        cfg
+    }
+}
+
+/// Four 16 x 64-byte operand tiles (A0, A1, B0, B1), 64-byte aligned.
+#[repr(C, align(64))]
+struct Operands([u8; 4096]);
+
+fn amx_int8(iters: u64) {
+    // SAFETY: `loop_for` hands this out only when CPUID reports AMX-INT8 and the kernels
+    // obtained the XTILEDATA permission for this process; `amx_loop`'s contract holds.
+    unsafe { amx_loop::<true>(iters) }
+}
+
+fn amx_bf16(iters: u64) {
+    // SAFETY: as `amx_int8`, with AMX-BF16 reported by CPUID.
+    unsafe { amx_loop::<false>(iters) }
+}
+
+/// Loads tiles 0-3 once and runs `iters` x 4 TDPs into tiles 4-7 (2 A x 2 B, four
+/// independent C accumulators), then releases the tiles.
+///
+/// # Safety
+/// The CPU must support AMX-TILE and AMX-INT8 (`INT8`) or AMX-BF16 (`!INT8`), and the OS
+/// must have granted this process the XTILEDATA permission (`arch_prctl`), otherwise the
+/// first tile instruction faults.
+unsafe fn amx_loop<const INT8: bool>(iters: u64) {
+    if iters == 0 {
+        return;
+    }
+    let cfg = TileConfig::full();
+    // int8: ones; bf16: 1.0 (0x3F80) as little-endian pairs.
+    let mut ops = Operands([0; 4096]);
+    for (i, b) in ops.0.iter_mut().enumerate() {
+        *b = if INT8 {
+            1
+        } else if i % 2 == 1 {
+            0x3F
+        } else {
+            0x80
+        };
+    }
+    let base = ops.0.as_ptr();
+    let stride = 64usize;
+    if INT8 {
+        // SAFETY: the caller guarantees AMX and the permission. `cfg` is a live, 64-byte
+        // aligned local the asm reads (not `nomem`); every tile row read lies inside
+        // `ops` (4 tiles x 16 rows x 64 bytes, stride in the index register); all eight
+        // tiles are declared clobbered and released before the block ends.
+        unsafe {
+            asm!(
+                "ldtilecfg [{cfg}]",
+                "tileloadd tmm0, [{a0} + {s}*1]",
+                "tileloadd tmm1, [{a1} + {s}*1]",
+                "tileloadd tmm2, [{b0} + {s}*1]",
+                "tileloadd tmm3, [{b1} + {s}*1]",
+                "tilezero tmm4",
+                "tilezero tmm5",
+                "tilezero tmm6",
+                "tilezero tmm7",
+                "2:",
+                "tdpbssd tmm4, tmm0, tmm2",
+                "tdpbssd tmm5, tmm0, tmm3",
+                "tdpbssd tmm6, tmm1, tmm2",
+                "tdpbssd tmm7, tmm1, tmm3",
+                "dec {n}",
+                "jnz 2b",
+                "tilerelease",
+                cfg = in(reg) &cfg,
+                a0 = in(reg) base,
+                a1 = in(reg) base.add(1024),
+                b0 = in(reg) base.add(2048),
+                b1 = in(reg) base.add(3072),
+                s = in(reg) stride,
+                n = inout(reg) iters => _,
+                out("tmm0") _, out("tmm1") _, out("tmm2") _, out("tmm3") _,
+                out("tmm4") _, out("tmm5") _, out("tmm6") _, out("tmm7") _,
+                options(nostack, readonly),
+            );
+        }
+    } else {
+        // SAFETY: as above, with TDPBF16PS.
+        unsafe {
+            asm!(
+                "ldtilecfg [{cfg}]",
+                "tileloadd tmm0, [{a0} + {s}*1]",
+                "tileloadd tmm1, [{a1} + {s}*1]",
+                "tileloadd tmm2, [{b0} + {s}*1]",
+                "tileloadd tmm3, [{b1} + {s}*1]",
+                "tilezero tmm4",
+                "tilezero tmm5",
+                "tilezero tmm6",
+                "tilezero tmm7",
+                "2:",
+                "tdpbf16ps tmm4, tmm0, tmm2",
+                "tdpbf16ps tmm5, tmm0, tmm3",
+                "tdpbf16ps tmm6, tmm1, tmm2",
+                "tdpbf16ps tmm7, tmm1, tmm3",
+                "dec {n}",
+                "jnz 2b",
+                "tilerelease",
+                cfg = in(reg) &cfg,
+                a0 = in(reg) base,
+                a1 = in(reg) base.add(1024),
+                b0 = in(reg) base.add(2048),
+                b1 = in(reg) base.add(3072),
+                s = in(reg) stride,
+                n = inout(reg) iters => _,
+                out("tmm0") _, out("tmm1") _, out("tmm2") _, out("tmm3") _,
+                out("tmm4") _, out("tmm5") _, out("tmm6") _, out("tmm7") _,
+                options(nostack, readonly),
+            );
+        }
+    }
+    black_box(&ops);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tile_config_has_only_tiles_0_to_7() {
+        let cfg = TileConfig::full();
+        assert_eq!(cfg.palette, 1);
+        assert!(cfg.colsb[8..].iter().all(|&c| c == 0));
+        assert!(cfg.rows[8..].iter().all(|&r| r == 0));
+        assert!(cfg.reserved.iter().all(|&r| r == 0));
+        assert_eq!(std::mem::align_of::<TileConfig>(), 64);
+    }
+
+    #[test]
+    fn avx2_sum_matches_the_plain_sum() {
+        let v: Vec<u64> = (0..1000u64)
+            .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+            .collect();
+        if let Some(s) = sum_avx2(&v) {
+            assert_eq!(s, v.iter().fold(0u64, |a, &w| a.wrapping_add(w)));
+        }
+    }
+
+    #[test]
+    fn available_loops_run() {
+        for unit in super::super::UNITS {
+            if let Ok(lp) = loop_for(unit, &Err("no permission in tests".into())) {
+                (lp.run)(10);
+                assert!(lp.macs > 0);
+            }
+        }
+    }
+}

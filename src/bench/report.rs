@@ -1,0 +1,360 @@
+//! The bench report: one serde struct that is the JSON schema, and its table rendering.
+//!
+//! Every output format renders from [`BenchReport`] (hyperfine's single result type):
+//! `--format json` serializes it as is (contract.md's `schema_version`, `threads`,
+//! `memory_bandwidth_gbps`, `results`, `fidelity`, `verdict`, plus the extra keys
+//! below); the table is a Markdown-style rendering of the same values. Nothing here
+//! measures anything.
+
+use std::fmt::Write as _;
+
+use comfy_table::{Table, presets::ASCII_MARKDOWN};
+use serde::Serialize;
+
+use super::backend::{BenchPath, Phase, Unit};
+use super::verdict::Verdict;
+use crate::profile::Tool;
+
+/// Major version of the bench JSON.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchReport {
+    pub schema_version: u32,
+    pub tool: Tool,
+    /// `real`, or `fake` when the test executor produced the figures (never a measurement).
+    pub executor: String,
+    pub host: Host,
+    pub model: ModelInfo,
+    pub threads: usize,
+    pub quick: bool,
+    pub prefill_tokens: usize,
+    /// Multi-threaded read bandwidth over a buffer larger than the L3, this run.
+    pub memory_bandwidth_gbps: Option<f64>,
+    pub bandwidth: Option<Bandwidth>,
+    /// The compute ceilings measured this run (register-only loops, all threads).
+    pub peaks: Vec<Peak>,
+    pub memory: MemoryUse,
+    /// Every kernel variant with its correctness check outcome.
+    pub kernels: Vec<KernelCheck>,
+    pub results: Vec<ResultRow>,
+    pub fidelity: Vec<FidelityRow>,
+    pub verdict: Verdict,
+    /// How the figures were obtained and what they leave out.
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Host {
+    pub cpu_model: Option<String>,
+    pub logical_cpus: Option<u32>,
+    pub l3_bytes: u64,
+    /// Where the L3 size came from: `sysfs`, `cpuid` or `default`.
+    pub l3_source: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelInfo {
+    pub name: String,
+    pub layers: usize,
+    pub hidden_size: usize,
+    pub intermediate_size: usize,
+    pub vocab_size: usize,
+    /// Weights of one model step (decoder linears plus lm_head).
+    pub params_per_step: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Bandwidth {
+    /// The best repeat: the roofline.
+    pub gbps: f64,
+    pub gbps_median: f64,
+    pub gbps_min: f64,
+    pub buffer_bytes: u64,
+    pub repeats: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Peak {
+    pub unit: Unit,
+    /// Tera multiply-accumulates per second, all threads; `null` when skipped.
+    pub tmacs: Option<f64>,
+    /// Why it was not measured (ISA or OS permission missing).
+    pub skipped: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MemoryUse {
+    /// The most bytes the run was sized to hold at once (weights, staging, activations,
+    /// probe buffers), checked against the budget before anything was allocated.
+    pub planned_peak_bytes: u64,
+    /// The process's peak resident set (`VmHWM`) at the end of the run.
+    pub rss_peak_bytes: Option<u64>,
+    /// What the profile allows (available memory, capped by the cgroup limit).
+    pub budget_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelCheck {
+    pub name: String,
+    pub path: BenchPath,
+    pub phases: Vec<Phase>,
+    pub unit: Unit,
+    /// `passed`, `failed`, `unavailable` or `not_run` (not needed for the chosen paths).
+    pub status: String,
+    pub detail: Option<String>,
+}
+
+/// One path in one phase: the contract's `results[]` entry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResultRow {
+    pub path: BenchPath,
+    pub phase: Phase,
+    /// Tokens per step (1 for decode).
+    pub tokens: usize,
+    pub kernel: String,
+    /// Median milliseconds per model step (GEMMs only).
+    pub step_ms: f64,
+    pub step_ms_min: f64,
+    pub step_ms_max: f64,
+    /// Median absolute deviation of the step time.
+    pub step_ms_mad: f64,
+    pub repeats: usize,
+    /// Tokens per second from the GEMMs alone: an upper bound for the whole model.
+    pub tokens_per_s: f64,
+    /// Weight bytes one step reads.
+    pub weight_bytes: u64,
+    /// Weight bytes per second (decode: the streaming rate that matters).
+    pub weight_gbps: f64,
+    /// `weight_gbps` as a share of the measured memory bandwidth (decode).
+    pub bandwidth_pct: Option<f64>,
+    /// Multiply-accumulates per step.
+    pub macs: u64,
+    pub tmacs: f64,
+    /// The unit whose peak is the roofline, and the share of it reached.
+    pub peak_unit: Unit,
+    pub peak_pct: Option<f64>,
+    /// Decoder layers timed (the rest of the step is extrapolated from them).
+    pub layers_measured: usize,
+    /// Weight bytes the timed rotation walks through (decode: larger than the L3).
+    pub working_set_bytes: u64,
+    /// The other verified kernels raced for this path and phase, slowest last.
+    pub alternatives: Vec<Alternative>,
+}
+
+/// A kernel that lost the race for a path and phase.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Alternative {
+    pub kernel: String,
+    pub step_ms: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FidelityRow {
+    pub path: BenchPath,
+    /// `symmetric`, `asymmetric` (int4 weights) or `bf16`.
+    pub scheme: String,
+    pub kernel: String,
+    /// ‖y − y_f32‖ / ‖y_f32‖ over one layer's output.
+    pub rel_error: f64,
+    pub cosine: f64,
+    /// Share of hidden states whose argmax over the lm_head logits matches f32.
+    pub top1_agreement: f64,
+    /// Rows of the random lm_head used for the top-1 check (may be below the vocab).
+    pub top1_vocab: usize,
+    pub top1_states: usize,
+    /// The layer whose output was compared, as `name NxK`.
+    pub layer: String,
+}
+
+fn fmt_ms(ms: f64) -> String {
+    if ms >= 100.0 {
+        format!("{ms:.0}")
+    } else if ms >= 1.0 {
+        format!("{ms:.2}")
+    } else {
+        format!("{ms:.3}")
+    }
+}
+
+fn fmt_opt_pct(p: Option<f64>) -> String {
+    p.map_or_else(|| "-".to_string(), |p| format!("{p:.0}%"))
+}
+
+/// Bytes in MiB below a GiB, else GiB with two decimals.
+pub fn fmt_bytes(b: u64) -> String {
+    let mib = b as f64 / (1024.0 * 1024.0);
+    if mib >= 1024.0 {
+        format!("{:.2} GiB", mib / 1024.0)
+    } else {
+        format!("{mib:.0} MiB")
+    }
+}
+
+impl BenchReport {
+    /// The human rendering: a header, the results, fidelity and kernel tables, the verdict.
+    pub fn to_table(&self) -> String {
+        let mut out = String::new();
+        let bw = self
+            .bandwidth
+            .as_ref()
+            .map_or("not measured".to_string(), |b| {
+                format!(
+                    "{:.1} GB/s best (median {:.1}, min {:.1}; {} buffer)",
+                    b.gbps,
+                    b.gbps_median,
+                    b.gbps_min,
+                    fmt_bytes(b.buffer_bytes)
+                )
+            });
+        let _ = writeln!(
+            out,
+            "edgeplan bench: {} ({} layers), {} threads{}, L3 {} ({})",
+            self.model.name,
+            self.model.layers,
+            self.threads,
+            if self.quick { ", quick" } else { "" },
+            fmt_bytes(self.host.l3_bytes),
+            self.host.l3_source
+        );
+        if self.executor != "real" {
+            let _ = writeln!(
+                out,
+                "executor: {} (figures are NOT measurements)",
+                self.executor
+            );
+        }
+        let _ = writeln!(out, "memory read bandwidth: {bw}");
+        let peaks: Vec<String> = self
+            .peaks
+            .iter()
+            .map(|p| match (p.tmacs, &p.skipped) {
+                (Some(t), _) => format!("{} {t:.3} TMAC/s", p.unit.as_str()),
+                (None, Some(why)) => format!("{} skipped ({why})", p.unit.as_str()),
+                (None, None) => format!("{} -", p.unit.as_str()),
+            })
+            .collect();
+        let _ = writeln!(out, "compute peaks: {}", peaks.join("; "));
+        let _ = writeln!(
+            out,
+            "memory: planned peak {}, resident peak {}, budget {}",
+            fmt_bytes(self.memory.planned_peak_bytes),
+            self.memory
+                .rss_peak_bytes
+                .map_or("unknown".to_string(), fmt_bytes),
+            self.memory
+                .budget_bytes
+                .map_or("an unknown budget".to_string(), fmt_bytes)
+        );
+        out.push('\n');
+
+        let mut table = Table::new();
+        table.load_style(ASCII_MARKDOWN).set_header(vec![
+            "path", "phase", "tokens", "kernel", "ms/step", "min-max", "tok/s", "GB/s", "% bw",
+            "TMAC/s", "% peak", "layers",
+        ]);
+        for r in &self.results {
+            table.add_row(vec![
+                r.path.to_string(),
+                r.phase.as_str().to_string(),
+                r.tokens.to_string(),
+                r.kernel.clone(),
+                fmt_ms(r.step_ms),
+                format!("{}-{}", fmt_ms(r.step_ms_min), fmt_ms(r.step_ms_max)),
+                format!("{:.1}", r.tokens_per_s),
+                format!("{:.1}", r.weight_gbps),
+                fmt_opt_pct(r.bandwidth_pct),
+                format!("{:.3}", r.tmacs),
+                fmt_opt_pct(r.peak_pct),
+                format!("{}/{}", r.layers_measured, self.model.layers),
+            ]);
+        }
+        let _ = writeln!(out, "{table}");
+        for r in self.results.iter().filter(|r| !r.alternatives.is_empty()) {
+            let others: Vec<String> = r
+                .alternatives
+                .iter()
+                .map(|a| format!("{} {} ms", a.kernel, fmt_ms(a.step_ms)))
+                .collect();
+            let _ = writeln!(
+                out,
+                "{} {}: {} won the race against {}",
+                r.path,
+                r.phase.as_str(),
+                r.kernel,
+                others.join(", ")
+            );
+        }
+        out.push('\n');
+
+        if !self.fidelity.is_empty() {
+            let mut table = Table::new();
+            table.load_style(ASCII_MARKDOWN).set_header(vec![
+                "path",
+                "scheme",
+                "kernel",
+                "rel error",
+                "cosine",
+                "top-1 agreement",
+                "layer",
+            ]);
+            for f in &self.fidelity {
+                table.add_row(vec![
+                    f.path.to_string(),
+                    f.scheme.clone(),
+                    f.kernel.clone(),
+                    format!("{:.4}", f.rel_error),
+                    format!("{:.5}", f.cosine),
+                    format!(
+                        "{:.1}% of {} (vocab {})",
+                        f.top1_agreement * 100.0,
+                        f.top1_states,
+                        f.top1_vocab
+                    ),
+                    f.layer.clone(),
+                ]);
+            }
+            let _ = writeln!(out, "{table}\n");
+        }
+
+        let problems: Vec<&KernelCheck> = self
+            .kernels
+            .iter()
+            .filter(|k| k.status == "failed")
+            .collect();
+        for k in problems {
+            let _ = writeln!(
+                out,
+                "kernel {} FAILED its correctness check and was not timed: {}",
+                k.name,
+                k.detail.as_deref().unwrap_or("no detail")
+            );
+        }
+        let _ = writeln!(out, "{}", self.verdict.summary_line());
+        for line in &self.verdict.notes {
+            let _ = writeln!(out, "  note: {line}");
+        }
+        for note in &self.notes {
+            let _ = writeln!(out, "note: {note}");
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_milliseconds_by_magnitude() {
+        assert_eq!(fmt_ms(123.4), "123");
+        assert_eq!(fmt_ms(5.914), "5.91");
+        assert_eq!(fmt_ms(0.0824), "0.082");
+    }
+
+    #[test]
+    fn formats_bytes_in_binary_units() {
+        assert_eq!(fmt_bytes(32 * 1024 * 1024), "32 MiB");
+        assert_eq!(fmt_bytes(3 * 1024 * 1024 * 1024 / 2), "1.50 GiB");
+    }
+}

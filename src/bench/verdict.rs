@@ -1,0 +1,652 @@
+//! The verdict: does this host's measurement confirm the plan?
+//!
+//! Pure logic over the report's rows, so it is unit-tested with injected figures.
+//!
+//! Definitions (also in docs/performance.md):
+//! - The planned path name maps to a bench path: `w4a8*` -> w4a8, `w4a16*` -> w4a16,
+//!   `bf16*`/`fp16*` -> bf16. Anything else (an NPU export such as `export-qnn-w8a16`, a
+//!   GPU path) has no bench path: status `not_applicable`, never a contradiction.
+//! - Two step times are *tied* when the slower median exceeds the faster by no more than
+//!   the noise: `max(3 % of the faster, 2 · SE)`, where SE, the standard error of the
+//!   difference of two medians, is `1.2533 · 1.4826 · sqrt(MAD_a²/n_a + MAD_b²/n_b)`.
+//!   When a compared row's MAD exceeds 10 % of its median the verdict is flagged `noisy`.
+//! - Speed priority: the plan is `confirmed` when its path is the fastest, or tied with
+//!   the fastest, in decode (M = 1, the phase that sets generation speed) **or** in
+//!   prefill; `confirmed_in` lists the phases. It is `contradicted` when another path
+//!   beats it beyond noise in every phase measured.
+//! - Fidelity priority: `confirmed` when its path has the lowest layer relative error
+//!   (symmetric scheme, 5 % tolerance) among the measured paths that store no more bits
+//!   per weight than it does (bf16 competes only with a bf16 plan); `contradicted` otherwise.
+//! - A planned path whose every kernel failed its correctness check is `contradicted`;
+//!   one that could not be measured at all (no available kernel) is `inconclusive`.
+//! - `--strict` exits 1 only on `contradicted`.
+
+use serde::Serialize;
+
+use super::backend::{BenchPath, Phase};
+use super::report::{FidelityRow, ResultRow};
+use super::stats::MAD_TO_SIGMA;
+
+/// Smallest relative gap treated as real, whatever the repeats say.
+pub const NOISE_FLOOR: f64 = 0.03;
+/// Relative error slack when ranking fidelity.
+pub const FIDELITY_TOLERANCE: f64 = 0.05;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Confirmed,
+    Contradicted,
+    Inconclusive,
+    NotApplicable,
+}
+
+/// The plan as the verdict needs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanInput {
+    /// The catalog path name (`w4a8-amx`, `w4a16-tinygemm`, ...).
+    pub name: String,
+    /// `speed` or `fidelity`.
+    pub priority: String,
+    /// Where the profile came from (`live probe`, a file name).
+    pub source: String,
+}
+
+/// The fastest path per phase, by median step time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Fastest {
+    pub decode: Option<BenchPath>,
+    pub decode_step_ms: Option<f64>,
+    pub prefill: Option<BenchPath>,
+    pub prefill_step_ms: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    /// The planned path name; `null` when no plan could be made.
+    pub planned: Option<String>,
+    pub planned_bench_path: Option<BenchPath>,
+    pub priority: String,
+    pub plan_source: String,
+    pub fastest: Fastest,
+    pub confirmed: bool,
+    pub status: Status,
+    /// Phases in which the planned path is fastest or tied (speed priority).
+    pub confirmed_in: Vec<Phase>,
+    /// How much slower the planned path is than the fastest, per phase (0 when it is the fastest).
+    pub decode_gap_pct: Option<f64>,
+    pub prefill_gap_pct: Option<f64>,
+    /// One sentence: why confirmed or not.
+    pub reason: String,
+    /// A compared measurement spread over 10 % of its median: re-run on a quiet machine.
+    pub noisy: bool,
+    pub notes: Vec<String>,
+}
+
+impl Verdict {
+    pub fn summary_line(&self) -> String {
+        let Some(plan) = self.planned.as_deref() else {
+            return format!("verdict: INCONCLUSIVE: {}", self.reason);
+        };
+        let word = match self.status {
+            Status::Confirmed => "CONFIRMED",
+            Status::Contradicted => "CONTRADICTED",
+            Status::Inconclusive => "INCONCLUSIVE",
+            Status::NotApplicable => "NOT APPLICABLE",
+        };
+        format!(
+            "verdict: plan {plan} (priority {}, from {}) {word}: {}",
+            self.priority, self.plan_source, self.reason
+        )
+    }
+}
+
+/// Maps a catalog path name to the bench path that measures it.
+pub fn bench_path_for(plan_path: &str) -> Option<BenchPath> {
+    let name = plan_path.to_ascii_lowercase();
+    if name.starts_with("w4a8") {
+        Some(BenchPath::W4a8)
+    } else if name.starts_with("w4a16") {
+        Some(BenchPath::W4a16)
+    } else if name.starts_with("bf16") || name.starts_with("fp16") {
+        Some(BenchPath::Bf16)
+    } else {
+        None
+    }
+}
+
+fn row(results: &[ResultRow], path: BenchPath, phase: Phase) -> Option<&ResultRow> {
+    results.iter().find(|r| r.path == path && r.phase == phase)
+}
+
+fn fastest_in(results: &[ResultRow], phase: Phase) -> Option<&ResultRow> {
+    results
+        .iter()
+        .filter(|r| r.phase == phase)
+        .min_by(|a, b| a.step_ms.total_cmp(&b.step_ms))
+}
+
+/// Relative spread above which a row makes the verdict `noisy`.
+pub const NOISY_SPREAD: f64 = 0.10;
+
+/// The noise on the difference of two median step times (ms).
+pub fn noise_ms(a: &ResultRow, best: &ResultRow) -> f64 {
+    // The median's standard error is about 1.2533 sigma / sqrt(n); sigma ~ 1.4826 MAD.
+    let var = |r: &ResultRow| {
+        let sigma = MAD_TO_SIGMA * r.step_ms_mad;
+        sigma * sigma / r.repeats.max(1) as f64
+    };
+    let se = 1.2533 * (var(a) + var(best)).sqrt();
+    (NOISE_FLOOR * best.step_ms).max(2.0 * se)
+}
+
+/// Whether `a` is no slower than `best` beyond the noise of both.
+pub fn tied_or_faster(a: &ResultRow, best: &ResultRow) -> bool {
+    a.step_ms - best.step_ms <= noise_ms(a, best)
+}
+
+fn is_noisy(r: &ResultRow) -> bool {
+    r.step_ms > 0.0 && r.step_ms_mad / r.step_ms > NOISY_SPREAD
+}
+
+fn gap_pct(a: &ResultRow, best: &ResultRow) -> f64 {
+    if best.step_ms > 0.0 {
+        (a.step_ms / best.step_ms - 1.0) * 100.0
+    } else {
+        0.0
+    }
+}
+
+/// What the verdict needs besides the rows: the plan, or why there is none, and the
+/// paths whose kernels all failed their check.
+pub struct VerdictInput<'a> {
+    pub plan: Result<PlanInput, String>,
+    pub priority: String,
+    pub results: &'a [ResultRow],
+    pub fidelity: &'a [FidelityRow],
+    pub failed_paths: &'a [BenchPath],
+    /// The kernel each measured path used, to spot a plan naming an ISA the host lacks.
+    pub notes: Vec<String>,
+}
+
+/// Decides the verdict.
+pub fn decide(input: VerdictInput<'_>) -> Verdict {
+    let results = input.results;
+    let fd = fastest_in(results, Phase::Decode);
+    let fp = fastest_in(results, Phase::Prefill);
+    let fastest = Fastest {
+        decode: fd.map(|r| r.path),
+        decode_step_ms: fd.map(|r| r.step_ms),
+        prefill: fp.map(|r| r.path),
+        prefill_step_ms: fp.map(|r| r.step_ms),
+    };
+    let mut v = Verdict {
+        planned: None,
+        planned_bench_path: None,
+        priority: input.priority.clone(),
+        plan_source: String::new(),
+        fastest,
+        confirmed: false,
+        status: Status::Inconclusive,
+        confirmed_in: Vec::new(),
+        decode_gap_pct: None,
+        prefill_gap_pct: None,
+        reason: String::new(),
+        noisy: false,
+        notes: input.notes,
+    };
+    let plan = match input.plan {
+        Ok(plan) => plan,
+        Err(why) => {
+            v.plan_source = "none".into();
+            v.reason = format!("no plan to check: {why}");
+            return v;
+        }
+    };
+    v.planned = Some(plan.name.clone());
+    v.priority = plan.priority.clone();
+    v.plan_source = plan.source.clone();
+    let Some(path) = bench_path_for(&plan.name) else {
+        v.status = Status::NotApplicable;
+        v.reason = format!(
+            "{} has no bench path (bench measures the CPU w4a8, w4a16 and bf16 kernels only)",
+            plan.name
+        );
+        return v;
+    };
+    v.planned_bench_path = Some(path);
+    if plan.name.contains("amx")
+        && results
+            .iter()
+            .any(|r| r.path == path && !r.kernel.contains("amx"))
+    {
+        v.notes.push(format!(
+            "{} names AMX, but this host measured {path} without AMX kernels: the figures describe this host's fallback, not the planned kernel",
+            plan.name
+        ));
+    }
+    let pd = row(results, path, Phase::Decode);
+    let pp = row(results, path, Phase::Prefill);
+    if pd.is_none() && pp.is_none() {
+        if input.failed_paths.contains(&path) {
+            v.status = Status::Contradicted;
+            v.reason = format!("every {path} kernel failed its correctness check on this host");
+        } else {
+            v.status = Status::Inconclusive;
+            v.reason = format!("{path} could not be measured on this host (no available kernel)");
+        }
+        return v;
+    }
+    if let (Some(p), Some(b)) = (pd, fd) {
+        v.decode_gap_pct = Some(gap_pct(p, b));
+    }
+    if let (Some(p), Some(b)) = (pp, fp) {
+        v.prefill_gap_pct = Some(gap_pct(p, b));
+    }
+    let compared = [pd, fd, pp, fp];
+    if let Some(worst) = compared
+        .iter()
+        .flatten()
+        .filter(|r| is_noisy(r))
+        .map(|r| r.step_ms_mad / r.step_ms)
+        .max_by(f64::total_cmp)
+    {
+        v.noisy = true;
+        v.notes.push(format!(
+            "the timings are noisy (spread up to {:.0}% of the median): re-run on a quiet machine before trusting the verdict",
+            worst * 100.0
+        ));
+    }
+    if plan.priority == "fidelity" {
+        decide_fidelity(&mut v, path, input.fidelity);
+    } else {
+        decide_speed(
+            &mut v,
+            path,
+            [(Phase::Decode, pd, fd), (Phase::Prefill, pp, fp)],
+        );
+    }
+    v.confirmed = v.status == Status::Confirmed;
+    v
+}
+
+type PhaseRows<'a> = (Phase, Option<&'a ResultRow>, Option<&'a ResultRow>);
+
+fn decide_speed(v: &mut Verdict, path: BenchPath, phases: [PhaseRows<'_>; 2]) {
+    let mut won = Vec::new();
+    let mut lost = Vec::new();
+    for (phase, planned, best) in phases {
+        let (Some(p), Some(b)) = (planned, best) else {
+            continue;
+        };
+        let name = phase.as_str();
+        if b.path == path {
+            won.push(format!(
+                "{path} is the fastest {name} path ({} ms/step)",
+                short(p.step_ms)
+            ));
+            v.confirmed_in.push(phase);
+        } else if tied_or_faster(p, b) {
+            won.push(format!(
+                "{path} is within noise of the fastest {name} path {} ({} vs {} ms/step, +{:.1}%)",
+                b.path,
+                short(p.step_ms),
+                short(b.step_ms),
+                gap_pct(p, b)
+            ));
+            v.confirmed_in.push(phase);
+        } else {
+            lost.push(format!(
+                "{} beats {path} in {name} ({} vs {} ms/step, {:.1}% beyond noise)",
+                b.path,
+                short(b.step_ms),
+                short(p.step_ms),
+                gap_pct(p, b)
+            ));
+        }
+    }
+    if won.is_empty() {
+        v.status = Status::Contradicted;
+        v.reason = lost.join("; ");
+    } else {
+        v.status = Status::Confirmed;
+        let mut parts = won;
+        if !lost.is_empty() {
+            parts.push(format!("but {}", lost.join("; ")));
+        }
+        v.reason = parts.join("; ");
+    }
+}
+
+fn decide_fidelity(v: &mut Verdict, path: BenchPath, fidelity: &[FidelityRow]) {
+    // Compare like with like: the symmetric scheme for int4 paths, the bf16 row for bf16.
+    let pick = |p: BenchPath| -> Option<&FidelityRow> {
+        fidelity
+            .iter()
+            .filter(|f| f.path == p)
+            .find(|f| f.scheme == "symmetric" || f.scheme == "bf16")
+    };
+    let Some(mine) = pick(path) else {
+        v.status = Status::Inconclusive;
+        v.reason = format!("no fidelity figures for {path}");
+        return;
+    };
+    let rivals: Vec<&FidelityRow> = BenchPath::ALL
+        .into_iter()
+        .filter(|p| *p != path && p.bits_per_weight() <= path.bits_per_weight())
+        .filter_map(pick)
+        .collect();
+    let better: Vec<&&FidelityRow> = rivals
+        .iter()
+        .filter(|r| r.rel_error * (1.0 + FIDELITY_TOLERANCE) < mine.rel_error)
+        .collect();
+    if better.is_empty() {
+        v.status = Status::Confirmed;
+        let against: Vec<String> = rivals
+            .iter()
+            .map(|r| format!("{} {:.4}", r.path, r.rel_error))
+            .collect();
+        v.reason = if against.is_empty() {
+            format!(
+                "{path} has no rival at its bit budget (rel error {:.4})",
+                mine.rel_error
+            )
+        } else {
+            format!(
+                "{path} is the most faithful at its bit budget (rel error {:.4} vs {}; top-1 agreement {:.1}%)",
+                mine.rel_error,
+                against.join(", "),
+                mine.top1_agreement * 100.0
+            )
+        };
+    } else {
+        v.status = Status::Contradicted;
+        let beaten: Vec<String> = better
+            .iter()
+            .map(|r| format!("{} {:.4}", r.path, r.rel_error))
+            .collect();
+        v.reason = format!(
+            "{path} is less faithful (rel error {:.4}) than {}",
+            mine.rel_error,
+            beaten.join(", ")
+        );
+    }
+}
+
+fn short(ms: f64) -> String {
+    if ms >= 100.0 {
+        format!("{ms:.0}")
+    } else {
+        format!("{ms:.2}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::backend::Unit;
+
+    fn r(path: BenchPath, phase: Phase, ms: f64, mad: f64, kernel: &str) -> ResultRow {
+        ResultRow {
+            path,
+            phase,
+            tokens: if phase == Phase::Decode { 1 } else { 128 },
+            kernel: kernel.into(),
+            step_ms: ms,
+            step_ms_min: ms - mad,
+            step_ms_max: ms + mad,
+            step_ms_mad: mad,
+            repeats: 5,
+            tokens_per_s: 1000.0 / ms,
+            weight_bytes: 0,
+            weight_gbps: 0.0,
+            bandwidth_pct: None,
+            macs: 0,
+            tmacs: 0.0,
+            peak_unit: Unit::Scalar,
+            peak_pct: None,
+            layers_measured: 28,
+            working_set_bytes: 0,
+            alternatives: Vec::new(),
+        }
+    }
+
+    fn f(path: BenchPath, scheme: &str, rel: f64) -> FidelityRow {
+        FidelityRow {
+            path,
+            scheme: scheme.into(),
+            kernel: "k".into(),
+            rel_error: rel,
+            cosine: 1.0 - rel * rel / 2.0,
+            top1_agreement: 0.9,
+            top1_vocab: 4096,
+            top1_states: 256,
+            layer: "q_proj 2048x2048".into(),
+        }
+    }
+
+    fn plan(name: &str, priority: &str) -> Result<PlanInput, String> {
+        Ok(PlanInput {
+            name: name.into(),
+            priority: priority.into(),
+            source: "test".into(),
+        })
+    }
+
+    fn decide_with(
+        plan: Result<PlanInput, String>,
+        results: &[ResultRow],
+        fid: &[FidelityRow],
+    ) -> Verdict {
+        decide(VerdictInput {
+            priority: "speed".into(),
+            plan,
+            results,
+            fidelity: fid,
+            failed_paths: &[],
+            notes: vec![],
+        })
+    }
+
+    use BenchPath::*;
+    use Phase::*;
+
+    #[test]
+    fn maps_plan_names_to_bench_paths() {
+        assert_eq!(bench_path_for("w4a8-amx"), Some(W4a8));
+        assert_eq!(bench_path_for("w4a16-tinygemm"), Some(W4a16));
+        assert_eq!(bench_path_for("bf16"), Some(Bf16));
+        assert_eq!(bench_path_for("fp16"), Some(Bf16));
+        assert_eq!(bench_path_for("export-qnn-w8a16"), None);
+    }
+
+    #[test]
+    fn speed_plan_confirmed_when_fastest_in_decode() {
+        let rows = [
+            r(W4a8, Decode, 40.0, 0.5, "w4a8-amx"),
+            r(W4a16, Decode, 48.0, 0.5, "w4a16-avx512"),
+            r(Bf16, Decode, 160.0, 1.0, "bf16-avx512"),
+        ];
+        let v = decide_with(plan("w4a8-amx", "speed"), &rows, &[]);
+        assert_eq!(v.status, Status::Confirmed);
+        assert!(v.confirmed);
+        assert_eq!(v.confirmed_in, vec![Decode]);
+        assert_eq!(v.fastest.decode, Some(W4a8));
+        assert_eq!(v.decode_gap_pct, Some(0.0));
+        assert!(v.reason.contains("fastest decode"), "{}", v.reason);
+    }
+
+    #[test]
+    fn speed_plan_confirmed_when_tied_within_noise() {
+        // 2 % slower: under the 3 % floor.
+        let rows = [
+            r(W4a8, Decode, 51.0, 0.1, "a"),
+            r(W4a16, Decode, 50.0, 0.1, "b"),
+        ];
+        let v = decide_with(plan("w4a8-amx", "speed"), &rows, &[]);
+        assert_eq!(v.status, Status::Confirmed);
+        assert!(v.reason.contains("within noise"), "{}", v.reason);
+    }
+
+    #[test]
+    fn wide_spread_widens_the_tie() {
+        // 10 % slower, but each path's MAD is 6 % of the step over 5 repeats:
+        // 2 * 1.2533 * 1.4826 * sqrt(2 * 9 / 5) = 7.05 ms of noise.
+        let rows = [
+            r(W4a8, Decode, 55.0, 3.0, "a"),
+            r(W4a16, Decode, 50.0, 3.0, "b"),
+        ];
+        assert_eq!(
+            decide_with(plan("w4a8-amx", "speed"), &rows, &[]).status,
+            Status::Confirmed
+        );
+        let quiet = [
+            r(W4a8, Decode, 55.0, 0.1, "a"),
+            r(W4a16, Decode, 50.0, 0.1, "b"),
+        ];
+        assert_eq!(
+            decide_with(plan("w4a8-amx", "speed"), &quiet, &[]).status,
+            Status::Contradicted
+        );
+    }
+
+    #[test]
+    fn noisy_rows_flag_the_verdict() {
+        let rows = [
+            r(W4a8, Decode, 50.0, 8.0, "a"),
+            r(W4a16, Decode, 60.0, 0.1, "b"),
+        ];
+        let v = decide_with(plan("w4a8-amx", "speed"), &rows, &[]);
+        assert!(v.noisy);
+        assert!(v.notes.iter().any(|n| n.contains("noisy")), "{:?}", v.notes);
+        let calm = [r(W4a8, Decode, 50.0, 1.0, "a")];
+        assert!(!decide_with(plan("w4a8-amx", "speed"), &calm, &[]).noisy);
+    }
+
+    #[test]
+    fn speed_plan_confirmed_by_prefill_alone_says_so() {
+        let rows = [
+            r(W4a8, Decode, 60.0, 0.1, "a"),
+            r(W4a16, Decode, 50.0, 0.1, "b"),
+            r(W4a8, Prefill, 300.0, 1.0, "a"),
+            r(W4a16, Prefill, 450.0, 1.0, "b"),
+        ];
+        let v = decide_with(plan("w4a8-amx", "speed"), &rows, &[]);
+        assert_eq!(v.status, Status::Confirmed);
+        assert_eq!(v.confirmed_in, vec![Prefill]);
+        assert!(
+            v.reason.contains("but w4a16 beats w4a8 in decode"),
+            "{}",
+            v.reason
+        );
+        assert!((v.decode_gap_pct.unwrap() - 20.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn speed_plan_contradicted_when_beaten_in_every_phase() {
+        let rows = [
+            r(W4a8, Decode, 60.0, 0.1, "a"),
+            r(W4a16, Decode, 50.0, 0.1, "b"),
+            r(W4a8, Prefill, 500.0, 1.0, "a"),
+            r(Bf16, Prefill, 400.0, 1.0, "c"),
+        ];
+        let v = decide_with(plan("w4a8-amx", "speed"), &rows, &[]);
+        assert_eq!(v.status, Status::Contradicted);
+        assert!(!v.confirmed);
+        assert!(
+            v.reason.contains("w4a16 beats w4a8 in decode"),
+            "{}",
+            v.reason
+        );
+        assert!(
+            v.reason.contains("bf16 beats w4a8 in prefill"),
+            "{}",
+            v.reason
+        );
+        assert_eq!(v.fastest.prefill, Some(Bf16));
+    }
+
+    #[test]
+    fn qnn_export_has_no_bench_path() {
+        let rows = [r(W4a8, Decode, 60.0, 0.1, "a")];
+        let v = decide_with(plan("export-qnn-w8a16", "speed"), &rows, &[]);
+        assert_eq!(v.status, Status::NotApplicable);
+        assert!(!v.confirmed);
+        assert!(v.reason.contains("no bench path"), "{}", v.reason);
+    }
+
+    #[test]
+    fn no_plan_is_inconclusive_with_the_reason() {
+        let v = decide_with(Err("probe failed".into()), &[], &[]);
+        assert_eq!(v.status, Status::Inconclusive);
+        assert!(v.reason.contains("probe failed"));
+        assert_eq!(v.planned, None);
+    }
+
+    #[test]
+    fn failed_kernels_contradict_unmeasured_is_inconclusive() {
+        let rows = [r(W4a16, Decode, 50.0, 0.1, "b")];
+        let v = decide(VerdictInput {
+            priority: "speed".into(),
+            plan: plan("w4a8-amx", "speed"),
+            results: &rows,
+            fidelity: &[],
+            failed_paths: &[W4a8],
+            notes: vec![],
+        });
+        assert_eq!(v.status, Status::Contradicted);
+        let v = decide_with(plan("w4a8-amx", "speed"), &rows, &[]);
+        assert_eq!(v.status, Status::Inconclusive);
+    }
+
+    #[test]
+    fn amx_plan_measured_without_amx_gets_a_note() {
+        let rows = [r(W4a8, Decode, 50.0, 0.1, "w4a8-avx2")];
+        let v = decide_with(plan("w4a8-amx", "speed"), &rows, &[]);
+        assert_eq!(v.status, Status::Confirmed);
+        assert!(
+            v.notes.iter().any(|n| n.contains("without AMX")),
+            "{:?}",
+            v.notes
+        );
+    }
+
+    #[test]
+    fn fidelity_plan_compares_within_its_bit_budget() {
+        let fid = [
+            f(W4a8, "symmetric", 0.120),
+            f(W4a8, "asymmetric", 0.100),
+            f(W4a16, "symmetric", 0.090),
+            f(W4a16, "asymmetric", 0.080),
+            f(Bf16, "bf16", 0.004),
+        ];
+        let rows = [r(W4a16, Decode, 50.0, 0.1, "b")];
+        // bf16 stores more bits: it does not count against a 4-bit plan.
+        let v = decide_with(plan("w4a16-tinygemm", "fidelity"), &rows, &fid);
+        assert_eq!(v.status, Status::Confirmed, "{}", v.reason);
+        let v = decide_with(
+            plan("w4a8-amx", "fidelity"),
+            &[r(W4a8, Decode, 1.0, 0.0, "a")],
+            &fid,
+        );
+        assert_eq!(v.status, Status::Contradicted);
+        assert!(v.reason.contains("w4a16 0.0900"), "{}", v.reason);
+        let v = decide_with(
+            plan("bf16", "fidelity"),
+            &[r(Bf16, Decode, 1.0, 0.0, "c")],
+            &fid,
+        );
+        assert_eq!(v.status, Status::Confirmed);
+    }
+
+    #[test]
+    fn fidelity_tolerance_is_five_percent() {
+        let fid = [f(W4a8, "symmetric", 0.104), f(W4a16, "symmetric", 0.100)];
+        let v = decide_with(
+            plan("w4a8-amx", "fidelity"),
+            &[r(W4a8, Decode, 1.0, 0.0, "a")],
+            &fid,
+        );
+        assert_eq!(v.status, Status::Confirmed, "{}", v.reason);
+    }
+}

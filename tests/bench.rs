@@ -1,0 +1,410 @@
+//! `edgeplan bench`: report shape, verdict end to end, --save, and bad input.
+//!
+//! Timing runs use the fake executor (`EDGEPLAN_BENCH_EXECUTOR=fake`): GEMMs charge a
+//! virtual clock instead of running, so these tests are fast and assert structure and
+//! logic, never a speed. The JSON is read into types defined here, so the wire format is
+//! checked on its own terms.
+
+use serde::Deserialize;
+
+use crate::util::{edgeplan, fixture};
+
+#[derive(Debug, Deserialize)]
+struct Report {
+    schema_version: u32,
+    executor: String,
+    threads: usize,
+    memory_bandwidth_gbps: f64,
+    peaks: Vec<Peak>,
+    memory: Memory,
+    kernels: Vec<Kernel>,
+    results: Vec<ResultRow>,
+    fidelity: Vec<Fidelity>,
+    verdict: Verdict,
+    notes: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Peak {
+    unit: String,
+    tmacs: Option<f64>,
+    skipped: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Memory {
+    planned_peak_bytes: u64,
+    budget_bytes: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Kernel {
+    name: String,
+    status: String,
+    detail: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ResultRow {
+    path: String,
+    phase: String,
+    tokens: usize,
+    kernel: String,
+    step_ms: f64,
+    step_ms_min: f64,
+    step_ms_max: f64,
+    tokens_per_s: f64,
+    weight_gbps: f64,
+    bandwidth_pct: Option<f64>,
+    tmacs: f64,
+    layers_measured: usize,
+    working_set_bytes: u64,
+}
+
+#[derive(Debug, Deserialize)]
+struct Fidelity {
+    path: String,
+    scheme: String,
+    rel_error: f64,
+    cosine: f64,
+    top1_agreement: f64,
+    top1_vocab: usize,
+}
+
+#[derive(Debug, Deserialize)]
+struct Verdict {
+    planned: Option<String>,
+    fastest: serde_json::Value,
+    confirmed: bool,
+    status: String,
+    reason: String,
+}
+
+const TINY: &str = "bench/tiny-config.json";
+const HOST: &str = "bench/host-epyc-avx2.json";
+const AMX: &str = "bench/xeon-amx-2vcpu.json";
+
+fn fake_bench(executor: &str) -> assert_cmd::Command {
+    let mut cmd = edgeplan();
+    cmd.env("EDGEPLAN_BENCH_EXECUTOR", executor)
+        .arg("bench")
+        .arg("--quick");
+    cmd
+}
+
+fn json_report(args: &[&str]) -> Report {
+    let out = fake_bench("fake")
+        .args(["--model-config"])
+        .arg(fixture(TINY))
+        .args(["--format", "json"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is one JSON report")
+}
+
+#[test]
+fn json_report_has_the_contract_shape() {
+    let r = json_report(&["--profile", fixture(HOST).to_str().unwrap()]);
+    assert_eq!(r.schema_version, 1);
+    assert_eq!(r.executor, "fake");
+    assert_eq!(r.threads, 2);
+    // The fake executor charges 20 GB/s for its bandwidth probe.
+    assert!(
+        (r.memory_bandwidth_gbps - 20.0).abs() < 0.5,
+        "{}",
+        r.memory_bandwidth_gbps
+    );
+    // All three paths in both phases.
+    for path in ["w4a8", "w4a16", "bf16"] {
+        for phase in ["decode", "prefill"] {
+            let row = r
+                .results
+                .iter()
+                .find(|x| x.path == path && x.phase == phase)
+                .unwrap_or_else(|| panic!("no {path} {phase} row in {:?}", r.results));
+            assert_eq!(row.tokens, if phase == "decode" { 1 } else { 128 });
+            assert!(row.step_ms_min <= row.step_ms && row.step_ms <= row.step_ms_max);
+            assert!(row.tokens_per_s > 0.0 && row.tmacs > 0.0 && row.weight_gbps > 0.0);
+            assert!(row.layers_measured >= 1);
+            assert_eq!(row.bandwidth_pct.is_some(), phase == "decode");
+        }
+    }
+    // Decode walks more than twice this host's L3 of distinct buffers.
+    let l3 = std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cache/index3/size").ok();
+    if l3.is_some() {
+        for row in r.results.iter().filter(|x| x.phase == "decode") {
+            assert!(row.working_set_bytes >= 2 * 1024 * 1024, "{row:?}");
+        }
+    }
+    // Fidelity: symmetric and asymmetric int4, one bf16 row.
+    let schemes: Vec<(&str, &str)> = r
+        .fidelity
+        .iter()
+        .map(|f| (f.path.as_str(), f.scheme.as_str()))
+        .collect();
+    for want in [
+        ("w4a8", "symmetric"),
+        ("w4a8", "asymmetric"),
+        ("w4a16", "symmetric"),
+        ("w4a16", "asymmetric"),
+        ("bf16", "bf16"),
+    ] {
+        assert!(schemes.contains(&want), "{want:?} missing from {schemes:?}");
+    }
+    for f in &r.fidelity {
+        assert!(f.rel_error >= 0.0 && f.rel_error < 1.0, "{f:?}");
+        assert!(f.cosine > 0.5 && f.cosine <= 1.0 + 1e-9, "{f:?}");
+        assert!((0.0..=1.0).contains(&f.top1_agreement));
+        assert_eq!(f.top1_vocab, 1024);
+    }
+    let bf16 = r.fidelity.iter().find(|f| f.path == "bf16").unwrap();
+    let w4 = r
+        .fidelity
+        .iter()
+        .find(|f| f.path == "w4a16" && f.scheme == "symmetric")
+        .unwrap();
+    assert!(
+        bf16.rel_error < w4.rel_error,
+        "bf16 weights must be closer to f32 than int4"
+    );
+    // Peaks are listed, the fake executor measures none.
+    assert!(r.peaks.iter().any(|p| p.unit == "amx-int8"));
+    assert!(
+        r.peaks
+            .iter()
+            .all(|p| p.tmacs.is_none() && p.skipped.is_some())
+    );
+    assert!(r.memory.planned_peak_bytes > 0);
+    assert!(r.memory.budget_bytes.is_some());
+    assert!(r.notes.iter().any(|n| n.contains("upper bound")));
+    assert!(!r.verdict.reason.is_empty());
+    assert!(r.verdict.fastest.get("decode").is_some());
+}
+
+#[test]
+fn a_kernel_failing_its_check_is_reported_and_not_timed() {
+    let r = json_report(&[
+        "--profile",
+        fixture(HOST).to_str().unwrap(),
+        "--paths",
+        "w4a8",
+    ]);
+    let broken = r
+        .kernels
+        .iter()
+        .find(|k| k.name == "w4a8-fake-broken")
+        .unwrap();
+    assert_eq!(broken.status, "failed");
+    assert!(
+        broken
+            .detail
+            .as_deref()
+            .unwrap_or("")
+            .contains("scalar reference")
+    );
+    assert!(r.results.iter().all(|x| x.kernel != "w4a8-fake-broken"));
+    assert!(
+        r.results
+            .iter()
+            .any(|x| x.path == "w4a8" && x.kernel == "w4a8-fake"),
+        "the run goes on"
+    );
+    let missing = r
+        .kernels
+        .iter()
+        .find(|k| k.name == "w4a8-fake-missing")
+        .unwrap();
+    assert_eq!(missing.status, "unavailable");
+    // Only the asked path (plus the planned one, if any) ran.
+    assert!(r.results.iter().all(|x| {
+        x.path == "w4a8"
+            || Some(x.path.as_str())
+                == r.verdict
+                    .planned
+                    .as_deref()
+                    .map(|p| &p[..p.find('-').unwrap_or(p.len())])
+    }));
+}
+
+#[test]
+fn table_has_results_rooflines_fidelity_and_verdict() {
+    let out = fake_bench("fake")
+        .arg("--model-config")
+        .arg(fixture(TINY))
+        .arg("--profile")
+        .arg(fixture(HOST))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    for needle in [
+        "memory read bandwidth",
+        "compute peaks",
+        "| path",
+        "ms/step",
+        "% bw",
+        "TMAC/s",
+        "% peak",
+        "rel error",
+        "top-1 agreement",
+        "verdict: ",
+        "NOT measurements",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
+    }
+    assert!(
+        out.stderr.is_empty() || !String::from_utf8_lossy(&out.stderr).contains('\u{1b}'),
+        "no progress bar off a terminal"
+    );
+}
+
+#[test]
+fn amx_speed_plan_is_confirmed_or_contradicted_end_to_end() {
+    let ok = json_report(&["--profile", fixture(AMX).to_str().unwrap()]);
+    if ok.verdict.planned.as_deref() != Some("w4a8-amx") {
+        // The planner decides; this test only holds the bench side to it.
+        eprintln!(
+            "planner chose {:?}; skipping the AMX verdict check",
+            ok.verdict.planned
+        );
+        return;
+    }
+    assert!(ok.verdict.confirmed, "{:?}", ok.verdict);
+    assert_eq!(ok.verdict.status, "confirmed");
+    edgeplan()
+        .env("EDGEPLAN_BENCH_EXECUTOR", "fake-slow-w4a8")
+        .args(["bench", "--quick", "--strict", "--model-config"])
+        .arg(fixture(TINY))
+        .arg("--profile")
+        .arg(fixture(AMX))
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("contradict"));
+}
+
+#[test]
+fn save_writes_measurements_into_a_profile_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("measured.json");
+    fake_bench("fake")
+        .arg("--model-config")
+        .arg(fixture(TINY))
+        .arg("--profile")
+        .arg(fixture(HOST))
+        .arg("--save")
+        .arg(&saved)
+        .args(["--format", "json"])
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&saved).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["cpu"]["model_name"], "AMD EPYC");
+    let results = v["measurements"]["bench"]["results"].as_array().unwrap();
+    assert!(!results.is_empty());
+    // The saved profile is still a profile.
+    let p = edgeplan::profile::Profile::from_json(&text, "saved").unwrap();
+    let summary = edgeplan::bench::measured_summary(&p).unwrap();
+    assert_eq!(summary.paths.len(), 3);
+}
+
+#[test]
+fn list_kernels_names_every_variant() {
+    let out = edgeplan()
+        .args(["bench", "--list-kernels", "--profile"])
+        .arg(fixture(HOST))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("w4a8-scalar"), "{text}");
+}
+
+#[test]
+fn bad_input_gets_one_line_and_the_documented_code() {
+    let host = fixture(HOST);
+    let tiny = fixture(TINY);
+    let cases: Vec<(Vec<std::ffi::OsString>, i32, &str)> = vec![
+        (vec!["--threads".into(), "0".into()], 2, "--threads 0"),
+        (vec!["--threads".into(), "4096".into()], 2, "--threads 4096"),
+        (vec!["--paths".into(), "w4a9".into()], 2, "w4a9"),
+        (
+            vec!["--prefill-tokens".into(), "0".into()],
+            2,
+            "--prefill-tokens 0",
+        ),
+        (vec!["--kernel".into(), "w4a8-nope".into()], 2, "w4a8-nope"),
+        (vec!["--model".into(), "gpt-17".into()], 65, "gpt-17"),
+        (
+            vec!["--model-config".into(), "/nonexistent/config.json".into()],
+            66,
+            "/nonexistent/config.json",
+        ),
+        (
+            vec![
+                "--model-config".into(),
+                fixture("bench/config-missing-hidden.json").into(),
+            ],
+            65,
+            "hidden_size",
+        ),
+        (
+            vec![
+                "--model-config".into(),
+                tiny.clone().into(),
+                "--profile".into(),
+                "/nonexistent/p.json".into(),
+            ],
+            66,
+            "p.json",
+        ),
+    ];
+    for (args, code, needle) in cases {
+        let mut cmd = fake_bench("fake");
+        if !args.iter().any(|a| a == "--profile") {
+            cmd.arg("--profile").arg(&host);
+        }
+        let out = cmd.args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "{args:?}: one line, got {stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
+    }
+}
+
+#[test]
+fn a_model_too_big_for_memory_is_refused_before_allocating() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small.json");
+    let text = std::fs::read_to_string(fixture(HOST)).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["memory"]["available_bytes"] = serde_json::json!(2u64 << 30);
+    std::fs::write(&small, v.to_string()).unwrap();
+    // The real executor: it must refuse before allocating or timing anything.
+    edgeplan()
+        .args(["bench", "--model", "llama-3.1-8b", "--profile"])
+        .arg(&small)
+        .assert()
+        .code(3)
+        .stderr(predicates::str::contains("memory budget"))
+        .stdout("");
+}
