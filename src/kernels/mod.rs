@@ -38,6 +38,10 @@ pub mod weights;
 mod x86;
 #[cfg(target_arch = "x86_64")]
 use x86 as arch;
+/// The shared AMX tile configuration and its `ldtilecfg`/`tilerelease` helpers (also used by
+/// the bench's AMX peak loops).
+#[cfg(target_arch = "x86_64")]
+pub use x86::tile as amx_tile;
 
 #[cfg(target_arch = "aarch64")]
 mod aarch64;

@@ -11,6 +11,7 @@ use std::hint::black_box;
 
 use super::Loop;
 use crate::bench::backend::Unit;
+use crate::kernels::amx_tile::PALETTE1_16X64;
 
 /// The loop for `unit` when this CPU (and OS) can run it.
 pub fn loop_for(unit: Unit, amx: &Result<(), String>) -> Result<Loop, String> {
@@ -214,33 +215,6 @@ fn vnni512_tf(iters: u64) {
     black_box(acc);
 }
 
-/// AMX palette-1 tile configuration (kernels.md §6.2): only tiles 0-7 are configured.
-#[repr(C, align(64))]
-struct TileConfig {
-    palette: u8,
-    start_row: u8,
-    reserved: [u8; 14],
-    colsb: [u16; 16],
-    rows: [u8; 16],
-}
-const _: () = assert!(std::mem::size_of::<TileConfig>() == 64);
-
-impl TileConfig {
-    /// Eight tiles of 16 rows x 64 bytes.
-    fn full() -> TileConfig {
-        let mut cfg = TileConfig {
-            palette: 1,
-            start_row: 0,
-            reserved: [0; 14],
-            colsb: [0; 16],
-            rows: [0; 16],
-        };
-        cfg.colsb[..8].fill(64);
-        cfg.rows[..8].fill(16);
-        cfg
-    }
-}
-
 /// Four 16 x 64-byte operand tiles (A0, A1, B0, B1), 64-byte aligned.
 #[repr(C, align(64))]
 struct Operands([u8; 4096]);
@@ -267,7 +241,7 @@ unsafe fn amx_loop<const INT8: bool>(iters: u64) {
     if iters == 0 {
         return;
     }
-    let cfg = TileConfig::full();
+    let cfg = &PALETTE1_16X64;
     // int8: ones; bf16: 1.0 (0x3F80) as little-endian pairs.
     let mut ops = Operands([0; 4096]);
     for (i, b) in ops.0.iter_mut().enumerate() {
@@ -282,8 +256,8 @@ unsafe fn amx_loop<const INT8: bool>(iters: u64) {
     let base = ops.0.as_ptr();
     let stride = 64usize;
     if INT8 {
-        // SAFETY: the caller guarantees AMX and the permission. `cfg` is a live, 64-byte
-        // aligned local the asm reads (not `nomem`); every tile row read lies inside
+        // SAFETY: the caller guarantees AMX and the permission. `cfg` is the kernels' shared
+        // 64-byte aligned static the asm reads (not `nomem`); every tile row read lies inside
         // `ops` (4 tiles x 16 rows x 64 bytes, stride in the index register); all eight
         // tiles are declared clobbered and released before the block ends.
         unsafe {
@@ -305,7 +279,7 @@ unsafe fn amx_loop<const INT8: bool>(iters: u64) {
                 "dec {n}",
                 "jnz 2b",
                 "tilerelease",
-                cfg = in(reg) &cfg,
+                cfg = in(reg) cfg,
                 a0 = in(reg) base,
                 a1 = in(reg) base.add(1024),
                 b0 = in(reg) base.add(2048),
@@ -338,7 +312,7 @@ unsafe fn amx_loop<const INT8: bool>(iters: u64) {
                 "dec {n}",
                 "jnz 2b",
                 "tilerelease",
-                cfg = in(reg) &cfg,
+                cfg = in(reg) cfg,
                 a0 = in(reg) base,
                 a1 = in(reg) base.add(1024),
                 b0 = in(reg) base.add(2048),
@@ -360,12 +334,12 @@ mod tests {
 
     #[test]
     fn tile_config_has_only_tiles_0_to_7() {
-        let cfg = TileConfig::full();
+        let cfg = &PALETTE1_16X64;
         assert_eq!(cfg.palette, 1);
         assert!(cfg.colsb[8..].iter().all(|&c| c == 0));
         assert!(cfg.rows[8..].iter().all(|&r| r == 0));
         assert!(cfg.reserved.iter().all(|&r| r == 0));
-        assert_eq!(std::mem::align_of::<TileConfig>(), 64);
+        assert_eq!(std::mem::align_of_val(cfg), 64);
     }
 
     #[test]

@@ -27,6 +27,8 @@ use crate::kernels::pool::{SharedMut, ThreadPool, split_range};
 use crate::kernels::registry::{KernelFn, Phase, Variant};
 use crate::kernels::weights::GROUP;
 
+use super::tile;
+
 /// AMX-INT8 W4A8 prefill.
 pub static W4A8_AMX: Variant = Variant {
     name: "w4a8-amx",
@@ -49,36 +51,6 @@ const M_CHUNK: usize = 128;
 const HALF: usize = 32;
 /// Bytes of one tile (16 rows × 64 B).
 const TILE: usize = 1024;
-
-/// The palette-1 tile configuration (64 bytes, 64-aligned).
-#[repr(C, align(64))]
-struct TileConfig {
-    palette: u8,
-    start_row: u8,
-    reserved: [u8; 14],
-    colsb: [u16; 16],
-    rows: [u8; 16],
-}
-const _: () = assert!(std::mem::size_of::<TileConfig>() == 64);
-
-impl TileConfig {
-    /// Tiles 0–7: 16 rows × 64 bytes; 8–15 zero.
-    fn all_16x64() -> Self {
-        let mut colsb = [0u16; 16];
-        let mut rows = [0u8; 16];
-        for t in 0..8 {
-            colsb[t] = 64;
-            rows[t] = 16;
-        }
-        Self {
-            palette: 1,
-            start_row: 0,
-            reserved: [0; 14],
-            colsb,
-            rows,
-        }
-    }
-}
 
 /// What the driver needs from a tile engine.
 pub(super) trait Tiles: Sync {
@@ -137,19 +109,14 @@ impl Amx {
 
 impl Tiles for Amx {
     fn begin(&self) {
-        let cfg = TileConfig::all_16x64();
         // SAFETY: an `Amx` exists only when AMX is usable (CPU, OS and permission; see
-        // `new_unchecked`). The config is valid (palette 1, tiles 0–7 ≤ 16 × 64, rest zero) and
-        // lives on the stack for the duration of the instruction, which reads it (readonly,
-        // not nomem).
-        unsafe {
-            asm!("ldtilecfg [{}]", in(reg) &cfg as *const TileConfig, options(nostack, readonly, preserves_flags));
-        }
+        // `new_unchecked`). The config is valid (palette 1, tiles 0–7 ≤ 16 × 64, rest zero).
+        unsafe { tile::load(&tile::PALETTE1_16X64) }
     }
 
     fn end(&self) {
-        // SAFETY: AMX is usable (an `Amx` exists); tilerelease only resets tile state.
-        unsafe { asm!("tilerelease", options(nostack, nomem, preserves_flags)) };
+        // SAFETY: AMX is usable (an `Amx` exists).
+        unsafe { tile::release() }
     }
 
     unsafe fn block(
@@ -529,9 +496,9 @@ mod tests {
 
     #[test]
     fn tile_config_is_valid() {
-        let c = TileConfig::all_16x64();
+        let c = tile::TileConfig::all_16x64();
         assert_eq!(c.palette, 1);
         assert!(c.colsb[8..].iter().all(|&x| x == 0) && c.rows[8..].iter().all(|&x| x == 0));
-        assert_eq!(&c as *const TileConfig as usize % 64, 0);
+        assert_eq!(&c as *const tile::TileConfig as usize % 64, 0);
     }
 }

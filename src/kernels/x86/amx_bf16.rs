@@ -21,6 +21,8 @@
 
 use core::arch::asm;
 
+use super::tile;
+
 /// A 32×32 f32 output tile, 64-byte aligned for `tilestored`.
 #[repr(C, align(64))]
 pub(crate) struct CTile(pub [f32; 32 * 32]);
@@ -63,26 +65,6 @@ pub(crate) trait TileEngine: Copy + Send + Sync {
     fn end(&self);
 }
 
-/// The palette-1 tile configuration (kernels.md §6.2): tiles 0–7 are 16 rows × 64 bytes,
-/// tiles 8–15 and the reserved bytes stay zero (pitfall 1).
-#[repr(C, align(64))]
-struct TileConfig {
-    palette: u8,
-    start_row: u8,
-    _reserved: [u8; 14],
-    colsb: [u16; 16],
-    rows: [u8; 16],
-}
-const _: () = assert!(core::mem::size_of::<TileConfig>() == 64);
-
-static CONFIG: TileConfig = TileConfig {
-    palette: 1,
-    start_row: 0,
-    _reserved: [0; 14],
-    colsb: [64, 64, 64, 64, 64, 64, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0],
-    rows: [16, 16, 16, 16, 16, 16, 16, 16, 0, 0, 0, 0, 0, 0, 0, 0],
-};
-
 /// Real AMX-BF16. Holding one proves the CPU has AMX-TILE and AMX-BF16, the OS enabled
 /// XTILECFG/XTILEDATA, and the process was granted the tile-data permission.
 #[derive(Clone, Copy)]
@@ -100,15 +82,9 @@ impl AmxBf16 {
 
 impl TileEngine for AmxBf16 {
     fn begin(&self) {
-        // SAFETY: `self` proves AMX is usable; CONFIG is a valid palette-1 configuration in
-        // a static (it cannot go stale or be elided, pitfall 3); ldtilecfg only reads it.
-        unsafe {
-            asm!(
-                "ldtilecfg [{cfg}]",
-                cfg = in(reg) &CONFIG as *const TileConfig,
-                options(nostack, readonly, preserves_flags)
-            );
-        }
+        // SAFETY: `self` proves AMX is usable; the shared palette-1 configuration is valid
+        // and lives in a static (it cannot go stale or be elided, pitfall 3).
+        unsafe { tile::load(&tile::PALETTE1_16X64) }
     }
 
     unsafe fn block(&self, args: &BlockArgs, c: &mut CTile) {
@@ -158,15 +134,8 @@ impl TileEngine for AmxBf16 {
     }
 
     fn end(&self) {
-        // SAFETY: `self` proves AMX is usable; tilerelease only resets tile state.
-        unsafe {
-            asm!(
-                "tilerelease",
-                out("tmm0") _, out("tmm1") _, out("tmm2") _, out("tmm3") _,
-                out("tmm4") _, out("tmm5") _, out("tmm6") _, out("tmm7") _,
-                options(nostack, preserves_flags)
-            );
-        }
+        // SAFETY: `self` proves AMX is usable.
+        unsafe { tile::release() }
     }
 }
 

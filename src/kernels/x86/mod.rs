@@ -12,7 +12,8 @@
 //! Feature detection uses `is_x86_feature_detected!` except for AMX, which std only exposes
 //! unstably: CPUID.(7,0):EDX bits 24/25/22, OSXSAVE, XCR0 bits 17/18, then the Linux
 //! `arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)` permission (kernels.md §6.2–6.3),
-//! requested once and cached.
+//! requested once and cached. XGETBV and the `arch_prctl` calls are the crate's shared
+//! primitives in [`crate::arch`] (the probe uses the same ones).
 
 use std::sync::OnceLock;
 
@@ -29,6 +30,7 @@ mod avx512;
 mod bf16_fma;
 mod bf16_gemm;
 mod lanes;
+pub mod tile;
 mod w4a16_amx;
 #[cfg(test)]
 mod w4a16_bf16_bench;
@@ -99,12 +101,8 @@ fn amx_cpu() -> AmxCpu {
             return AmxCpu::default();
         }
         let l7 = __cpuid_count(7, 0);
-        let osxsave = __cpuid(1).ecx & (1 << 27) != 0;
-        let os = osxsave && {
-            // SAFETY: XGETBV is available when OSXSAVE is set (checked first by `&&`).
-            let xcr0 = unsafe { xgetbv0() };
-            xcr0 & (0b11 << 17) == 0b11 << 17
-        };
+        let os = crate::arch::xcr0()
+            .is_some_and(|xcr0| xcr0 & crate::arch::AMX_STATE_BITS == crate::arch::AMX_STATE_BITS);
         AmxCpu {
             tile: l7.edx & (1 << 24) != 0,
             int8: l7.edx & (1 << 25) != 0,
@@ -112,16 +110,6 @@ fn amx_cpu() -> AmxCpu {
             os,
         }
     })
-}
-
-/// XCR0 via XGETBV.
-///
-/// # Safety
-/// The CPU must report OSXSAVE (CPUID.1:ECX bit 27).
-#[target_feature(enable = "xsave")]
-unsafe fn xgetbv0() -> u64 {
-    // SAFETY: the caller guarantees XGETBV is enabled.
-    unsafe { std::arch::x86_64::_xgetbv(0) }
 }
 
 /// Request the AMX tile-data permission once per process (cached).
@@ -139,19 +127,10 @@ pub fn amx_permission() -> Result<(), &'static str> {
     })
 }
 
+/// The shared `arch_prctl` request ([`crate::arch::request_amx_permission`]).
 #[cfg(target_os = "linux")]
 fn request_xtiledata() -> Result<(), &'static str> {
-    const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
-    const XFEATURE_XTILEDATA: libc::c_long = 18;
-    // SAFETY: arch_prctl with these arguments only changes this process's xstate permission.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_arch_prctl,
-            ARCH_REQ_XCOMP_PERM,
-            XFEATURE_XTILEDATA,
-        )
-    };
-    if rc == 0 {
+    if crate::arch::request_amx_permission() {
         Ok(())
     } else {
         Err("amx (arch_prctl XTILEDATA permission refused; Linux >= 5.16 needed)")

@@ -115,7 +115,7 @@ pub const FEATURES: &[Spec] = &[
 ];
 
 /// XFEATURE_XTILECFG (17) and XFEATURE_XTILEDATA (18) in the XCOMP permission mask.
-const AMX_PERMISSION_BITS: u64 = (1 << 17) | (1 << 18);
+const AMX_PERMISSION_BITS: u64 = crate::arch::AMX_STATE_BITS;
 
 /// What the live x86 probe learned.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -2,8 +2,9 @@
 //!
 //! The decision logic (`features.rs`) works on register values behind the [`X86Cpu`]
 //! trait, so it compiles and is unit-tested on every host with synthetic values. The
-//! real instructions and the `arch_prctl` syscall live in `native.rs`, compiled only on
-//! x86_64 Linux; this file is the only place that `cfg`-gates them.
+//! live CPU is `native.rs`, compiled only on x86_64 Linux (this file is the only place that
+//! `cfg`-gates it); it reads XCR0 and asks for the AMX permission through [`crate::arch`],
+//! the same primitives the kernels use.
 //!
 //! Order of checks for each feature: CPUID bit (`cpu`) -> OSXSAVE, then XCR0 state bits
 //! (`os`; for AMX also the Linux XTILEDATA permission) -> `usable` = both, and for AMX a
@@ -28,25 +29,10 @@ pub fn native() -> Option<NoCpu> {
     None
 }
 
-/// Asks Linux for this process's permission to use AMX tile data
-/// (`arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)`) and reads it back with
-/// `ARCH_GET_XCOMP_PERM`. True when bits 17 and 18 are granted. Per process and
-/// idempotent; call it before starting threads that run AMX code. Always false off
-/// x86_64 Linux.
-pub fn request_amx_permission() -> bool {
-    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    {
-        native::request_amx_permission()
-    }
-    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
-    {
-        false
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arch::request_amx_permission;
 
     /// On whatever host runs the tests: the helper the kernels call and the probe agree.
     #[test]

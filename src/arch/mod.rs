@@ -1,0 +1,57 @@
+//! Native CPU primitives shared by `probe`, `kernels` and `bench`: reading XCR0 (XGETBV,
+//! guarded by the OSXSAVE check) and the Linux `arch_prctl` request for the AMX tile-data
+//! permission. One implementation, so the probe's report and the kernels' dispatch cannot
+//! disagree about what the OS allows.
+//!
+//! CPUID itself is read where it is used (raw-cpuid in `probe` and `bench`, `core::arch` in
+//! `kernels`); this module holds only what needs `unsafe` or a syscall. `cfg` gates for the
+//! target live here and nowhere else in this module; off x86_64 (or off Linux for the
+//! permission) the functions answer "not available".
+
+#[cfg(target_arch = "x86_64")]
+mod x86;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod x86_linux;
+
+#[cfg(target_arch = "x86_64")]
+pub use x86::xcr0;
+
+/// XCR0 bits 17 (XTILECFG) and 18 (XTILEDATA): the AMX state the OS must enable, and the
+/// bits the XCOMP permission mask must grant.
+pub const AMX_STATE_BITS: u64 = (1 << 17) | (1 << 18);
+
+/// Asks Linux for this process's permission to use AMX tile data
+/// (`arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)`) and reads the granted mask back
+/// with `ARCH_GET_XCOMP_PERM`. `None` when the kernel refused either call (or is older than
+/// 5.16), and always off x86_64 Linux. Per process and idempotent.
+pub fn request_xtiledata() -> Option<u64> {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    {
+        x86_linux::request_xtiledata()
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    {
+        None
+    }
+}
+
+/// [`request_xtiledata`] as a yes/no: true when bits 17 and 18 are granted. Call it before
+/// starting threads that run AMX code. Always false off x86_64 Linux.
+pub fn request_amx_permission() -> bool {
+    request_xtiledata().is_some_and(|mask| mask & AMX_STATE_BITS == AMX_STATE_BITS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permission_is_idempotent_and_consistent_with_the_mask() {
+        let first = request_amx_permission();
+        assert_eq!(first, request_amx_permission());
+        if first {
+            let mask = request_xtiledata().expect("granted once, readable again");
+            assert_eq!(mask & AMX_STATE_BITS, AMX_STATE_BITS);
+        }
+    }
+}
