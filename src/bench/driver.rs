@@ -14,7 +14,8 @@ use super::host;
 use super::measure::{Roofs, Rotation, RowSpec, Timer, row};
 use super::peaks::{self, PeakBudget};
 use super::report::{
-    Alternative, BenchReport, FidelityRow, Host, KernelCheck, MemoryUse, ModelInfo, Peak, ResultRow,
+    Alternative, BenchReport, FidelityRow, Host, KernelCheck, MemoryUse, ModelInfo, Peak,
+    ResultRow, fmt_bytes,
 };
 use super::request::{BenchRequest, Executor, ModelSpec, resolve_threads, usage};
 use super::verdict::{self, PlanInput, VerdictInput};
@@ -87,10 +88,6 @@ struct Context<'a> {
     workload: &'a Workload,
     threads: usize,
     thread_note: Option<String>,
-}
-
-fn gib(b: u64) -> String {
-    super::report::fmt_bytes(b)
 }
 
 /// Sampling policies: (bandwidth, decode, prefill).
@@ -250,9 +247,9 @@ impl Context<'_> {
                     message: format!(
                         "{}: the {worst} path needs {} (decode rotation over twice the {} L3, plus staging) but the profile's memory budget is {}; use --paths without {worst}, --quick, or a smaller model",
                         w.model,
-                        gib(bytes),
-                        gib(l3),
-                        gib(budget)
+                        fmt_bytes(bytes),
+                        fmt_bytes(l3),
+                        fmt_bytes(budget)
                     ),
                 }
                 .into());
@@ -327,7 +324,7 @@ impl Context<'_> {
             let instances = plan_d.instances.max(pre_layers);
             progress.stage(&format!(
                 "{path}: packing {} of weights",
-                gib(plan_d.working_set_bytes)
+                fmt_bytes(plan_d.working_set_bytes)
             ));
             // W4A8 and W4A16 share a layout: keep the rotation rather than pack it twice.
             let rot = match cached.take() {
@@ -508,7 +505,7 @@ impl Context<'_> {
                 "decode streams distinct per-layer buffers plus an untied, quantized lm_head ({} x {}); the working set is over twice the {} L3",
                 w.lm_head.n,
                 w.lm_head.k,
-                gib(l3)
+                fmt_bytes(l3)
             ),
             format!(
                 "prefill times {} of {} layers and scales to all; the lm_head is left out (a prefill needs only the last position's logits)",

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use super::backend::{Backend, BenchPath, KernelInfo, Parallel, Phase, Scheme, Unit};
 use super::clock::FakeClock;
 use super::workload::GROUP;
+use crate::kernels::bf16::Bf16;
 
 /// A [`Parallel`] over fresh scoped threads (worker 0 runs on the caller's thread).
 #[derive(Debug)]
@@ -123,9 +124,7 @@ fn kernel(name: &str, path: BenchPath, rank: u32) -> KernelInfo {
 }
 
 fn bf16_round(x: f32) -> f32 {
-    let bits = x.to_bits();
-    let rounded = bits.wrapping_add(0x7FFF + ((bits >> 16) & 1)) & 0xFFFF_0000;
-    f32::from_bits(rounded)
+    Bf16::from_f32(x).to_f32()
 }
 
 /// Round trip through 4-bit codes per 128-group: symmetric (zero 8) or min/max fitted.

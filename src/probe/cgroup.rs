@@ -207,7 +207,7 @@ pub fn read(sys: &SysRoot) -> CgroupFacts {
         }
         facts.cpu_quota = best;
     } else if let Some(dirs) = v2_chain() {
-        facts.cpu_quota = min_over_f(sys, &dirs, "cpu.max", parse_cpu_max);
+        facts.cpu_quota = min_over(sys, &dirs, "cpu.max", parse_cpu_max);
     }
 
     // Cpuset.
@@ -258,31 +258,15 @@ pub fn cpulist_count(text: &str) -> Option<u32> {
     (count > 0).then_some(count)
 }
 
-fn min_over(
+/// The smallest value `parse` finds in `file` across `dirs`, with the path it came from
+/// (the first one on ties).
+fn min_over<T: PartialOrd>(
     sys: &SysRoot,
     dirs: &[String],
     file: &str,
-    parse: impl Fn(&str) -> Option<u64>,
-) -> Option<(u64, String)> {
-    let mut best: Option<(u64, String)> = None;
-    for dir in dirs {
-        let path = format!("{dir}/{file}");
-        if let Some(v) = sys.read(&path).as_deref().and_then(&parse)
-            && best.as_ref().is_none_or(|(b, _)| v < *b)
-        {
-            best = Some((v, path));
-        }
-    }
-    best
-}
-
-fn min_over_f(
-    sys: &SysRoot,
-    dirs: &[String],
-    file: &str,
-    parse: impl Fn(&str) -> Option<f64>,
-) -> Option<(f64, String)> {
-    let mut best: Option<(f64, String)> = None;
+    parse: impl Fn(&str) -> Option<T>,
+) -> Option<(T, String)> {
+    let mut best: Option<(T, String)> = None;
     for dir in dirs {
         let path = format!("{dir}/{file}");
         if let Some(v) = sys.read(&path).as_deref().and_then(&parse)
