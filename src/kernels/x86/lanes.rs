@@ -80,6 +80,11 @@ impl Avx2 {
 }
 
 /// Round one ymm of f32 to bf16 bits in the low 16 bits of each dword (RNE, FTZ).
+///
+/// # Safety
+///
+/// The CPU supports AVX2 and the caller is compiled with it enabled (the [`Lanes16`]
+/// contract of [`Avx2`]).
 #[inline(always)]
 unsafe fn avx2_round_bf16(v: __m256) -> __m256i {
     // SAFETY: only register operations; the caller enabled avx2 (trait contract).

@@ -306,10 +306,11 @@ fn w4a16_bf16_speed() {
                         );
                         t16
                     }
-                    // SAFETY: `available` checked the features; shapes agree.
                     None => {
-                        let (med, best) =
-                            time_calls(copies, |c| unsafe { f(&pool, &w4[c], rows, &mut out) });
+                        let (med, best) = time_calls(copies, |c| {
+                            // SAFETY: `available` checked the features; shapes agree.
+                            unsafe { f(&pool, &w4[c], rows, &mut out) }
+                        });
                         ratio = format!("  | best {:.3} ms", best * 1e3);
                         med
                     }
