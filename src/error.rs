@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-/// The exit codes of `docs/../shared/design/contract.md`, in one place.
+/// The exit codes of the project's contract (design notes, contract.md), in one place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Exit {
