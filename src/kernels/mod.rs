@@ -62,6 +62,17 @@ mod arch {
     }
 }
 
+/// Wrapping sum of `words` with the widest loads this host has (32-byte AVX2 loads and four
+/// accumulators on x86-64, as the GEMV kernels read weights; a plain fold elsewhere). The
+/// read-bandwidth probes use it.
+pub fn wide_sum(words: &[u64]) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(s) = x86::stream::sum_avx2(words) {
+        return s;
+    }
+    words.iter().fold(0u64, |a, &w| a.wrapping_add(w))
+}
+
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

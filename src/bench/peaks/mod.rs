@@ -47,14 +47,9 @@ pub fn loop_for(unit: Unit, amx: &Result<(), String>) -> Result<Loop, String> {
     }
 }
 
-/// Wrapping sum of `words` with the widest loads this host has (the bandwidth probe).
-pub fn wide_sum(words: &[u64]) -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(s) = x86::sum_avx2(words) {
-        return s;
-    }
-    words.iter().fold(0u64, |a, &w| a.wrapping_add(w))
-}
+/// Wrapping sum of `words` with the widest loads this host has (the bandwidth probe); the
+/// kernels' streaming read.
+pub use crate::kernels::wide_sum;
 
 /// How long each timed run should last.
 #[derive(Debug, Clone, Copy)]

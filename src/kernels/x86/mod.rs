@@ -30,6 +30,7 @@ mod avx512;
 mod bf16_fma;
 mod bf16_gemm;
 mod lanes;
+pub mod stream;
 pub mod tile;
 mod w4a16_amx;
 #[cfg(test)]
