@@ -6,7 +6,7 @@
 //!
 //! Tile config (palette 1): tmm0/1 = A (16 rows × 64 B), tmm2/3 = B (16 k-quads × 64 B),
 //! tmm4–7 = C (16 × 16 int32). Tiles 8–15 and reserved bytes are zero. Each worker loads the
-//! config itself at the start of every call (from a live, 64-aligned local the `asm!` reads)
+//! config itself at the start of every call (the shared static in `tile.rs`, `tile::load`)
 //! and releases the tiles at the end. Rows past M come from [`QuantActs`]' zero padding (to a
 //! multiple of 16), so partial M needs neither a copy nor a reconfiguration; a block with at
 //! most 16 live rows runs the 1×2 tile shape.
