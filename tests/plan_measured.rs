@@ -210,7 +210,12 @@ fn a_profile_saved_by_bench_plans_with_its_measurements() {
     let fresh = plan_json(&saved, &[]);
     let kept = plan_json(&fixture(CONTRADICTED), &[]);
     assert_eq!(fresh["path"]["name"], "w4a8-amx");
-    for key in ["bench_planned", "bench_priority", "bench_verdict", "applies"] {
+    for key in [
+        "bench_planned",
+        "bench_priority",
+        "bench_verdict",
+        "applies",
+    ] {
         assert_eq!(fresh["measured"][key], kept["measured"][key], "{key}");
     }
     assert_eq!(fresh["measured"]["contradicts_plan"], true);

@@ -655,11 +655,7 @@ mod tests {
             "{}",
             v.reason
         );
-        assert!(
-            v.reason.contains("vLLM gates W4A8 on AMX"),
-            "{}",
-            v.reason
-        );
+        assert!(v.reason.contains("vLLM gates W4A8 on AMX"), "{}", v.reason);
         assert!(v.reason.contains("w4a8-avx2 kernel"), "{}", v.reason);
         assert!(v.reason.contains("cannot route to it"), "{}", v.reason);
         // With AMX usable (or off x86) the reason stays as it was.

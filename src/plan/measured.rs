@@ -44,9 +44,13 @@ pub fn measured_for(summary: &MeasuredSummary, plan: &Plan) -> Measured {
     let why = summary.reason.as_deref().unwrap_or("no reason saved");
     let basis = "the decision stays the catalog's";
     let reason = if contradicts_plan {
-        format!("the measurements on this host CONTRADICT the plan ({name} at priority {priority}): {why}; {basis}")
+        format!(
+            "the measurements on this host CONTRADICT the plan ({name} at priority {priority}): {why}; {basis}"
+        )
     } else if confirms_plan {
-        format!("the measurements on this host confirm the plan ({name} at priority {priority}): {why}")
+        format!(
+            "the measurements on this host confirm the plan ({name} at priority {priority}): {why}"
+        )
     } else if applies {
         format!(
             "the measurements neither confirm nor contradict {name} (bench verdict {}): {why}; {basis}",
