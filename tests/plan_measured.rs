@@ -220,3 +220,16 @@ fn a_profile_saved_by_bench_plans_with_its_measurements() {
     }
     assert_eq!(fresh["measured"]["contradicts_plan"], true);
 }
+
+#[test]
+fn unreadable_measurements_are_ignored_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("profiles/x86-spr-amx.json")).unwrap();
+    let mut value: Value = serde_json::from_str(&text).unwrap();
+    value["measurements"] = serde_json::json!({"bench": {"results": "not a list"}});
+    let file = dir.path().join("odd.json");
+    std::fs::write(&file, value.to_string()).unwrap();
+    let plan = plan_json(&file, &[]);
+    assert_eq!(plan["path"]["name"], "w4a8-amx");
+    assert!(plan.get("measured").is_none(), "{plan:#}");
+}

@@ -220,6 +220,18 @@ mod tests {
     }
 
     #[test]
+    fn inconclusive_verdict_neither_confirms_nor_contradicts() {
+        let plan = amx_plan(Priority::Speed);
+        let m = measured_for(&summary("w4a8-amx", "speed", "inconclusive"), &plan);
+        assert!(m.applies && !m.confirms_plan && !m.contradicts_plan);
+        assert!(
+            m.reason.contains("neither confirm nor contradict"),
+            "{}",
+            m.reason
+        );
+    }
+
+    #[test]
     fn attach_adds_the_step_and_leaves_the_decision() {
         let mut plan = amx_plan(Priority::Speed);
         let before = plan.path.clone();
