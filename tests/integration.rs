@@ -3,5 +3,6 @@
 mod bench;
 mod cli;
 mod plan;
+mod plan_measured;
 mod probe;
 mod util;

@@ -78,6 +78,8 @@ fn plan_for(
         name,
         priority: priority.as_str().to_string(),
         source: source.to_string(),
+        x86_without_amx: profile.hardware_class == crate::profile::HardwareClass::X86Cpu
+            && !crate::plan::rules::x86_amx_int8_usable(profile),
     })
 }
 

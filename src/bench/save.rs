@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::report::BenchReport;
@@ -32,29 +32,41 @@ pub fn measurements_value(report: &BenchReport) -> anyhow::Result<Value> {
 }
 
 /// Measured figures for one path.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MeasuredPath {
     pub path: String,
     pub decode_kernel: Option<String>,
     pub decode_step_ms: Option<f64>,
     pub decode_tokens_per_s: Option<f64>,
     pub prefill_tokens_per_s: Option<f64>,
+    /// Weight bytes streamed per second in decode (GB/s).
+    #[serde(default)]
+    pub decode_weight_gbps: Option<f64>,
     /// Symmetric int4 (or bf16) layer relative error.
     pub rel_error: Option<f64>,
     pub top1_agreement: Option<f64>,
 }
 
 /// What `plan` can show from a saved bench run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MeasuredSummary {
     pub model: Option<String>,
+    /// `real`, or `fake` for the simulated test executor (not measurements).
+    #[serde(default)]
+    pub executor: Option<String>,
     pub threads: Option<u64>,
     pub memory_bandwidth_gbps: Option<f64>,
     pub paths: Vec<MeasuredPath>,
     pub fastest_decode: Option<String>,
     pub planned: Option<String>,
+    /// The priority the planned path was checked at.
+    #[serde(default)]
+    pub priority: Option<String>,
     /// `confirmed`, `contradicted`, `inconclusive` or `not_applicable`.
     pub verdict: Option<String>,
+    /// The verdict's one-sentence reason.
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
 impl MeasuredSummary {
@@ -130,6 +142,7 @@ pub fn measured_summary(profile: &Profile) -> Option<MeasuredSummary> {
                 decode_step_ms: d.and_then(|d| f(d, "step_ms")),
                 decode_tokens_per_s: d.and_then(|d| f(d, "tokens_per_s")),
                 prefill_tokens_per_s: p.and_then(|p| f(p, "tokens_per_s")),
+                decode_weight_gbps: d.and_then(|d| f(d, "weight_gbps")),
                 rel_error: fid.and_then(|r| f(r, "rel_error")),
                 top1_agreement: fid.and_then(|r| f(r, "top1_agreement")),
             }
@@ -138,6 +151,7 @@ pub fn measured_summary(profile: &Profile) -> Option<MeasuredSummary> {
     let verdict = bench.get("verdict");
     Some(MeasuredSummary {
         model: bench.get("model").and_then(|m| s(m, "name")),
+        executor: s(bench, "executor"),
         threads: bench.get("threads").and_then(Value::as_u64),
         memory_bandwidth_gbps: f(bench, "memory_bandwidth_gbps"),
         paths,
@@ -145,7 +159,9 @@ pub fn measured_summary(profile: &Profile) -> Option<MeasuredSummary> {
             .and_then(|v| v.get("fastest"))
             .and_then(|x| s(x, "decode")),
         planned: verdict.and_then(|v| s(v, "planned")),
+        priority: verdict.and_then(|v| s(v, "priority")),
         verdict: verdict.and_then(|v| s(v, "status")),
+        reason: verdict.and_then(|v| s(v, "reason")),
     })
 }
 
@@ -185,7 +201,8 @@ mod tests {
                 {"path": "w4a8", "scheme": "asymmetric", "rel_error": 0.09},
                 {"path": "w4a8", "scheme": "symmetric", "rel_error": 0.11, "top1_agreement": 0.8}
             ],
-            "verdict": {"planned": "w4a8-amx", "status": "confirmed", "fastest": {"decode": "w4a8"}}
+            "verdict": {"planned": "w4a8-amx", "priority": "speed", "status": "confirmed",
+                        "reason": "w4a8 is the fastest decode path", "fastest": {"decode": "w4a8"}}
         }});
         let s = measured_summary(&profile_with(Some(m))).unwrap();
         assert_eq!(s.paths.len(), 2);
@@ -195,6 +212,8 @@ mod tests {
         assert_eq!(w.rel_error, Some(0.11));
         assert_eq!(s.fastest_decode.as_deref(), Some("w4a8"));
         assert_eq!(s.verdict.as_deref(), Some("confirmed"));
+        assert_eq!(s.priority.as_deref(), Some("speed"));
+        assert!(s.reason.as_deref().unwrap().contains("fastest decode"));
         let lines = s.lines();
         assert!(lines[0].contains("27.5 GB/s"), "{lines:?}");
         assert!(

@@ -50,6 +50,9 @@ pub struct PlanInput {
     pub priority: String,
     /// Where the profile came from (`live probe`, a file name).
     pub source: String,
+    /// The profile is an x86 CPU without usable AMX-INT8: vLLM will not run its W4A8
+    /// kernel there, so a w4a8 win is one the plan cannot route to.
+    pub x86_without_amx: bool,
 }
 
 /// The fastest path per phase, by median step time.
@@ -265,6 +268,9 @@ pub fn decide(input: VerdictInput<'_>) -> Verdict {
             path,
             [(Phase::Decode, pd, fd), (Phase::Prefill, pp, fp)],
         );
+        if plan.x86_without_amx && path != BenchPath::W4a8 {
+            explain_unroutable_w4a8(&mut v, results, [fd, fp]);
+        }
     }
     v.confirmed = v.status == Status::Confirmed;
     v
@@ -316,6 +322,27 @@ fn decide_speed(v: &mut Verdict, path: BenchPath, phases: [PhaseRows<'_>; 2]) {
         }
         v.reason = parts.join("; ");
     }
+}
+
+/// When edgeplan's own W4A8 kernel beat the plan on an x86 host without usable AMX,
+/// the reason says why that win is not a path the plan can take: vLLM gates its W4A8
+/// kernel on AMX. The status is left as it is.
+fn explain_unroutable_w4a8(v: &mut Verdict, results: &[ResultRow], best: [Option<&ResultRow>; 2]) {
+    let beaten_by_w4a8 = best
+        .iter()
+        .flatten()
+        .any(|b| b.path == BenchPath::W4a8 && !v.confirmed_in.contains(&b.phase));
+    if !beaten_by_w4a8 {
+        return;
+    }
+    let kernel = results
+        .iter()
+        .find(|r| r.path == BenchPath::W4a8 && r.phase == Phase::Decode)
+        .or_else(|| results.iter().find(|r| r.path == BenchPath::W4a8))
+        .map_or("W4A8", |r| r.kernel.as_str());
+    v.reason.push_str(&format!(
+        "; but vLLM's W4A8 kernel requires AMX (vLLM gates W4A8 on AMX), which this host lacks: the measured w4a8 win is for edgeplan's own {kernel} kernel, which vLLM does not run here, so the plan cannot route to it"
+    ));
 }
 
 fn decide_fidelity(v: &mut Verdict, path: BenchPath, fidelity: &[FidelityRow]) {
@@ -430,6 +457,7 @@ mod tests {
             name: name.into(),
             priority: priority.into(),
             source: "test".into(),
+            x86_without_amx: false,
         })
     }
 
@@ -609,6 +637,38 @@ mod tests {
             "{:?}",
             v.notes
         );
+    }
+
+    #[test]
+    fn w4a8_win_without_amx_names_the_vllm_gate() {
+        let rows = [
+            r(W4a8, Decode, 40.0, 0.1, "w4a8-avx2"),
+            r(W4a16, Decode, 50.0, 0.1, "w4a16-avx2"),
+        ];
+        let mut p = plan("w4a16-tinygemm", "speed").unwrap();
+        p.x86_without_amx = true;
+        let v = decide_with(Ok(p.clone()), &rows, &[]);
+        // The status logic is unchanged: w4a8 beat the plan, so it is contradicted.
+        assert_eq!(v.status, Status::Contradicted);
+        assert!(
+            v.reason.starts_with("w4a8 beats w4a16 in decode"),
+            "{}",
+            v.reason
+        );
+        assert!(v.reason.contains("vLLM gates W4A8 on AMX"), "{}", v.reason);
+        assert!(v.reason.contains("w4a8-avx2 kernel"), "{}", v.reason);
+        assert!(v.reason.contains("cannot route to it"), "{}", v.reason);
+        // With AMX usable (or off x86) the reason stays as it was.
+        let v = decide_with(plan("w4a16-tinygemm", "speed"), &rows, &[]);
+        assert_eq!(v.status, Status::Contradicted);
+        assert!(!v.reason.contains("AMX"), "{}", v.reason);
+        // Beaten by bf16, not w4a8: nothing to add.
+        let rows = [
+            r(Bf16, Decode, 40.0, 0.1, "bf16-avx2"),
+            r(W4a16, Decode, 50.0, 0.1, "w4a16-avx2"),
+        ];
+        let v = decide_with(Ok(p), &rows, &[]);
+        assert!(!v.reason.contains("AMX"), "{}", v.reason);
     }
 
     #[test]

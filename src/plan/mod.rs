@@ -7,6 +7,8 @@
 //! still planned; the exit code is then the first error's (65 bad data, 66 missing).
 //! `--expect` and `check` (`check.rs`) exit 1 on a mismatch. With `--model`, each plan
 //! also gets a memory fit (`memory.rs`), and a device the model does not fit exits 3.
+//! A profile saved by `bench --save` also gets its measured figures beside the
+//! catalog's (`measured.rs`); they are reported, never decided on.
 //!
 //! Other modules call [`decide`] (pure) with a [`Catalog`] (usually
 //! [`Catalog::builtin`]); the [`Plan`] it returns is the JSON contract's plan object.
@@ -14,6 +16,7 @@
 pub mod catalog;
 pub mod check;
 pub mod input;
+pub mod measured;
 pub mod memory;
 pub mod render;
 pub mod rules;
@@ -155,6 +158,7 @@ fn gather(source: &Source) -> anyhow::Result<input::Inputs> {
 pub fn plan_one(one: &Loaded, priority: Priority, catalog: &Catalog) -> Plan {
     let mut plan = decide(&one.profile, priority, catalog);
     plan.device = Some(one.label.clone());
+    measured::attach(&one.profile, &mut plan);
     plan
 }
 

@@ -11,7 +11,7 @@ use std::io::Write;
 use comfy_table::{Table, presets};
 
 use super::memory;
-use super::schema::Plan;
+use super::schema::{Measured, Plan};
 
 fn new_table() -> Table {
     let mut table = Table::new();
@@ -193,6 +193,9 @@ pub fn table_one(out: &mut dyn Write, plan: &Plan, explain: bool) -> anyhow::Res
             writeln!(out, "  - {note}")?;
         }
     }
+    if let Some(m) = &plan.measured {
+        write_measured(out, m)?;
+    }
     writeln!(out, "\nWhy: {}", p.rationale)?;
     if !p.notes.is_empty() {
         writeln!(out, "\nNotes:")?;
@@ -204,6 +207,76 @@ pub fn table_one(out: &mut dyn Write, plan: &Plan, explain: bool) -> anyhow::Res
         write_explain(out, plan)?;
     }
     Ok(())
+}
+
+/// The "measured on this host" section: the saved bench figures per path, then what
+/// they mean for this plan (a contradiction in capitals).
+fn write_measured(out: &mut dyn Write, m: &Measured) -> anyhow::Result<()> {
+    let num = |v: Option<f64>, digits: usize| v.map_or("-".into(), |v| format!("{v:.digits$}"));
+    let mut table = new_table();
+    table.set_header(vec![
+        "measured on this host",
+        "kernel",
+        "decode tok/s",
+        "decode ms/step",
+        "decode GB/s",
+        "prefill tok/s",
+        "rel error",
+        "top-1",
+    ]);
+    for p in &m.paths {
+        let mut name = p.path.clone();
+        if m.plan_bench_path.as_deref() == Some(p.path.as_str()) {
+            name.push_str(" (this plan)");
+        }
+        table.add_row(vec![
+            name,
+            p.decode_kernel.clone().unwrap_or_else(|| "-".into()),
+            num(p.decode_tokens_per_s, 1),
+            num(p.decode_step_ms, 3),
+            num(p.decode_weight_gbps, 1),
+            num(p.prefill_tokens_per_s, 1),
+            num(p.rel_error, 4),
+            num(p.top1_agreement.map(|t| t * 100.0), 1) + "%",
+        ]);
+    }
+    writeln!(out, "\n{table}")?;
+    let executor = match m.executor.as_deref() {
+        Some("fake") => "fake executor: simulated figures, not measurements".to_string(),
+        Some(e) => format!("{e} executor"),
+        None => "executor unknown".into(),
+    };
+    writeln!(
+        out,
+        "  - bench run: {}, {} threads, {} GB/s read bandwidth ({executor})",
+        m.model.as_deref().unwrap_or("unknown model"),
+        m.threads.map_or("?".into(), |t| t.to_string()),
+        num(m.memory_bandwidth_gbps, 1),
+    )?;
+    writeln!(
+        out,
+        "  - bench verdict: {} at priority {}: {}",
+        m.bench_planned.as_deref().unwrap_or("no plan"),
+        m.bench_priority.as_deref().unwrap_or("unknown"),
+        m.bench_verdict.as_deref().unwrap_or("missing"),
+    )?;
+    if m.contradicts_plan {
+        writeln!(out, "  - MEASUREMENTS CONTRADICT THIS PLAN: {}", m.reason)?;
+    } else {
+        writeln!(out, "  - {}", m.reason)?;
+    }
+    Ok(())
+}
+
+/// The fleet view's `measured` cell: what a saved bench run says about the plan.
+fn measured_cell(m: Option<&Measured>) -> &'static str {
+    match m {
+        None => "no",
+        Some(m) if m.contradicts_plan => "CONTRADICTS",
+        Some(m) if m.confirms_plan => "confirms",
+        Some(m) if !m.applies => "other plan",
+        Some(_) => "inconclusive",
+    }
 }
 
 /// The rule trace and the alternatives, as indented text.
@@ -247,6 +320,7 @@ impl FleetTable {
             "quantization",
             "verified",
             "build with",
+            "measured",
         ];
         if memory {
             header.extend(["fits", "max context", "weights + KV GiB", "budget GiB"]);
@@ -272,6 +346,7 @@ impl FleetTable {
             p.quantization.as_deref().unwrap_or("none"),
             yes_no(p.verified),
             p.build_with.as_deref().unwrap_or("none"),
+            measured_cell(plan.measured.as_ref()),
         ]
         .map(str::to_string)
         .to_vec();

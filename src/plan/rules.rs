@@ -185,6 +185,7 @@ pub fn decide(profile: &Profile, priority: impl Into<Priority>, catalog: &Catalo
         },
         engine_kwargs,
         threads: profile.cpu.usable_threads,
+        measured: None,
         explain: trace,
         alternatives: lost
             .into_iter()
@@ -316,6 +317,12 @@ fn gpu_bf16(profile: &Profile, origin: &str) -> (bool, Step) {
             facts,
         },
     )
+}
+
+/// Whether vLLM's W4A8 kernel could run here: an x86 CPU with AMX-INT8 usable (the
+/// same test the rules apply). `bench` uses it to word its verdict.
+pub fn x86_amx_int8_usable(profile: &Profile) -> bool {
+    profile.hardware_class == HardwareClass::X86Cpu && amx_int8_usable(profile, "").0
 }
 
 /// Whether the W4A8 AMX kernel can run: AMX-INT8 usable, or (without OS facts) the flags.

@@ -3,7 +3,7 @@
 //! One [`Plan`] per device; every output format (table, JSON, env, args) renders from it.
 //! The keys are contract.md's (`schema_version`, `hardware_class`, `priority`, `path`,
 //! `engine_kwargs`, `explain`) plus additive extensions (`device`, `threads`,
-//! `alternatives`, `memory`). Nothing here decides or prints anything.
+//! `alternatives`, `memory`, `measured`). Nothing here decides or prints anything.
 
 use serde::{Deserialize, Serialize};
 
@@ -61,7 +61,44 @@ pub struct Plan {
     /// The memory fit, when `--model` was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryFit>,
+    /// The figures `bench --save` stored in the profile, set beside the catalog's;
+    /// absent when the profile carries none. They never change the decision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<Measured>,
 }
+
+/// What a saved bench run says about this plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    /// `real`, or `fake` (the simulated test executor: not measurements).
+    pub executor: Option<String>,
+    pub model: Option<String>,
+    pub threads: Option<u64>,
+    /// The host's measured read bandwidth (GB/s).
+    pub memory_bandwidth_gbps: Option<f64>,
+    /// Per bench path: kernel, decode and prefill speed, step time, fidelity.
+    pub paths: Vec<MeasuredPath>,
+    /// The bench path that measures this plan's path (`w4a8` for `w4a8-amx`), if any.
+    pub plan_bench_path: Option<String>,
+    /// The path and priority the bench run checked.
+    pub bench_planned: Option<String>,
+    pub bench_priority: Option<String>,
+    /// The bench verdict (`confirmed`, `contradicted`, `inconclusive`, `not_applicable`)
+    /// and its reason, as saved.
+    pub bench_verdict: Option<String>,
+    pub bench_reason: Option<String>,
+    /// True when the bench run checked this plan's path at this plan's priority, so its
+    /// verdict speaks to this plan.
+    pub applies: bool,
+    /// True when the verdict applies and says the measurements contradict the plan.
+    pub contradicts_plan: bool,
+    /// True when the verdict applies and confirms the plan.
+    pub confirms_plan: bool,
+    /// One sentence: what the measurements mean for this plan.
+    pub reason: String,
+}
+
+pub use crate::bench::save::MeasuredPath;
 
 /// The chosen path as the contract spells it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,0 +1,235 @@
+//! `plan` on profiles saved by `bench --save`: the measured figures beside the
+//! catalog's in the table, the JSON `measured` object and `--explain`, for a confirmed,
+//! a contradicted and a mismatched (other priority) bench verdict. The decision itself
+//! must stay the catalog's in every case.
+//!
+//! The fixtures in fixtures/profiles-measured/ come from the simulated bench executor
+//! (fixtures/profiles-measured/regenerate.sh); one test also makes its own with the
+//! real binary, so the fixture files cannot drift from what `bench --save` writes.
+
+use serde_json::Value;
+
+use crate::util::{edgeplan, fixture};
+
+const CONFIRMED: &str = "profiles-measured/spr-amx-confirmed.json";
+const CONTRADICTED: &str = "profiles-measured/spr-amx-contradicted.json";
+const NOAMX: &str = "profiles-measured/spr-noamx-w4a8-wins.json";
+
+fn plan_out(profile: &std::path::Path, args: &[&str]) -> String {
+    let out = edgeplan()
+        .arg("plan")
+        .arg("--profile")
+        .arg(profile)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn plan_json(profile: &std::path::Path, args: &[&str]) -> Value {
+    let mut all = vec!["--format", "json"];
+    all.extend_from_slice(args);
+    serde_json::from_str(&plan_out(profile, &all)).expect("one JSON plan")
+}
+
+fn measured_step(plan: &Value) -> &Value {
+    plan["explain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["rule"] == "measured_figures")
+        .unwrap_or_else(|| panic!("no measured_figures step in {plan:#}"))
+}
+
+#[test]
+fn confirmed_measurements_are_shown_beside_the_catalog() {
+    let p = fixture(CONFIRMED);
+    let plan = plan_json(&p, &[]);
+    assert_eq!(plan["schema_version"], 1);
+    assert_eq!(plan["path"]["name"], "w4a8-amx");
+    let m = &plan["measured"];
+    assert_eq!(m["executor"], "fake");
+    assert_eq!(m["bench_planned"], "w4a8-amx");
+    assert_eq!(m["bench_priority"], "speed");
+    assert_eq!(m["bench_verdict"], "confirmed");
+    assert_eq!(m["applies"], true);
+    assert_eq!(m["confirms_plan"], true);
+    assert_eq!(m["contradicts_plan"], false);
+    assert_eq!(m["plan_bench_path"], "w4a8");
+    let paths: Vec<&str> = m["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["bf16", "w4a16", "w4a8"]);
+    let w4a8 = &m["paths"][2];
+    assert_eq!(w4a8["decode_kernel"], "w4a8-fake");
+    assert!(w4a8["decode_tokens_per_s"].as_f64().unwrap() > 0.0);
+    assert!(w4a8["rel_error"].as_f64().unwrap() > 0.0);
+    let step = measured_step(&plan);
+    let outcome = step["outcome"].as_str().unwrap();
+    assert!(outcome.contains("confirm the plan"), "{outcome}");
+    assert!(outcome.contains("simulated test executor"), "{outcome}");
+
+    let table = plan_out(&p, &["--explain"]);
+    assert!(table.contains("| measured on this host"), "{table}");
+    assert!(table.contains("| w4a8 (this plan)"), "{table}");
+    assert!(
+        table.contains("bench verdict: w4a8-amx at priority speed: confirmed"),
+        "{table}"
+    );
+    assert!(!table.contains("CONTRADICT"), "{table}");
+    assert!(table.contains("measured_figures: the measurements on this host confirm"));
+    assert!(table.contains("measurements.bench.w4a8 = {"), "{table}");
+}
+
+#[test]
+fn contradicted_measurements_are_stated_and_the_decision_stays() {
+    let p = fixture(CONTRADICTED);
+    let plan = plan_json(&p, &[]);
+    // The rules are unchanged: the catalog's path, kwargs and verification.
+    let plain = plan_json(&fixture("profiles/x86-spr-amx.json"), &[]);
+    assert_eq!(plan["path"], plain["path"]);
+    assert_eq!(plan["engine_kwargs"], plain["engine_kwargs"]);
+    assert!(plain.get("measured").is_none(), "{plain:#}");
+    let m = &plan["measured"];
+    assert_eq!(m["bench_verdict"], "contradicted");
+    assert_eq!(m["applies"], true);
+    assert_eq!(m["contradicts_plan"], true);
+    assert_eq!(m["confirms_plan"], false);
+    let reason = m["reason"].as_str().unwrap();
+    assert!(reason.contains("CONTRADICT the plan"), "{reason}");
+    assert!(reason.contains("w4a16 beats w4a8 in decode"), "{reason}");
+    assert!(reason.contains("decision stays the catalog's"), "{reason}");
+    let outcome = measured_step(&plan)["outcome"].as_str().unwrap();
+    assert!(outcome.contains("CONTRADICT the plan"), "{outcome}");
+
+    let table = plan_out(&p, &["--explain"]);
+    assert!(table.contains("| path            | w4a8-amx"), "{table}");
+    assert!(
+        table.contains("MEASUREMENTS CONTRADICT THIS PLAN:"),
+        "{table}"
+    );
+    assert!(table.contains("measured_figures: the measurements on this host CONTRADICT"));
+}
+
+#[test]
+fn measurements_at_another_priority_are_not_applied() {
+    // Saved at speed for w4a8-amx; planned at fidelity, the path is w4a16-tinygemm.
+    let p = fixture(CONTRADICTED);
+    let plan = plan_json(&p, &["--priority", "fidelity"]);
+    assert_eq!(plan["path"]["name"], "w4a16-tinygemm");
+    let m = &plan["measured"];
+    assert_eq!(m["applies"], false);
+    assert_eq!(m["contradicts_plan"], false);
+    assert_eq!(m["confirms_plan"], false);
+    assert_eq!(m["plan_bench_path"], "w4a16");
+    let reason = m["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("was for w4a8-amx at priority speed, a different path and priority"),
+        "{reason}"
+    );
+    assert!(reason.contains("not applied here"), "{reason}");
+    let table = plan_out(&p, &["--priority", "fidelity", "--explain"]);
+    assert!(!table.contains("CONTRADICT"), "{table}");
+    assert!(table.contains("| w4a16 (this plan)"), "{table}");
+    assert!(table.contains("not applied here"), "{table}");
+
+    // Same path, other priority: x86 without AMX plans w4a16-tinygemm either way.
+    let plan = plan_json(&fixture(NOAMX), &["--priority", "fidelity"]);
+    assert_eq!(plan["path"]["name"], "w4a16-tinygemm");
+    let reason = plan["measured"]["reason"].as_str().unwrap();
+    assert!(reason.contains(", a different priority from"), "{reason}");
+    assert_eq!(plan["measured"]["contradicts_plan"], false);
+}
+
+#[test]
+fn w4a8_win_without_amx_says_vllm_cannot_run_it() {
+    let plan = plan_json(&fixture(NOAMX), &[]);
+    assert_eq!(plan["path"]["name"], "w4a16-tinygemm");
+    let m = &plan["measured"];
+    assert_eq!(m["contradicts_plan"], true);
+    let reason = m["bench_reason"].as_str().unwrap();
+    assert!(reason.starts_with("w4a8 beats w4a16 in decode"), "{reason}");
+    assert!(reason.contains("vLLM gates W4A8 on AMX"), "{reason}");
+    assert!(reason.contains("plan cannot route to it"), "{reason}");
+}
+
+#[test]
+fn fleet_view_has_a_measured_column() {
+    let out = plan_out(
+        &fixture(CONFIRMED),
+        &[
+            "--profile",
+            fixture(CONTRADICTED).to_str().unwrap(),
+            "--profile",
+            fixture("profiles/x86-epyc-zen4.json").to_str().unwrap(),
+        ],
+    );
+    assert!(out.contains("| measured"), "{out}");
+    // Rows come in input order; the saved profiles keep their device's label.
+    let cells: Vec<(String, String)> = out
+        .lines()
+        .skip(2)
+        .take(3)
+        .map(|l| {
+            let cols: Vec<&str> = l.trim_matches('|').split('|').map(str::trim).collect();
+            (cols[0].to_string(), cols[cols.len() - 1].to_string())
+        })
+        .collect();
+    let want = [
+        ("x86-spr-amx", "confirms"),
+        ("x86-spr-amx", "CONTRADICTS"),
+        ("x86-epyc-zen4", "no"),
+    ]
+    .map(|(d, m)| (d.to_string(), m.to_string()));
+    assert_eq!(cells, want, "{out}");
+}
+
+#[test]
+fn a_profile_saved_by_bench_plans_with_its_measurements() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("measured.json");
+    edgeplan()
+        .env("EDGEPLAN_BENCH_EXECUTOR", "fake-slow-w4a8")
+        .args(["bench", "--quick", "--model-config"])
+        .arg(fixture("bench/tiny-config.json"))
+        .arg("--profile")
+        .arg(fixture("profiles/x86-spr-amx.json"))
+        .arg("--save")
+        .arg(&saved)
+        .args(["--format", "json"])
+        .assert()
+        .success();
+    let fresh = plan_json(&saved, &[]);
+    let kept = plan_json(&fixture(CONTRADICTED), &[]);
+    assert_eq!(fresh["path"]["name"], "w4a8-amx");
+    for key in [
+        "bench_planned",
+        "bench_priority",
+        "bench_verdict",
+        "applies",
+    ] {
+        assert_eq!(fresh["measured"][key], kept["measured"][key], "{key}");
+    }
+    assert_eq!(fresh["measured"]["contradicts_plan"], true);
+}
+
+#[test]
+fn unreadable_measurements_are_ignored_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("profiles/x86-spr-amx.json")).unwrap();
+    let mut value: Value = serde_json::from_str(&text).unwrap();
+    value["measurements"] = serde_json::json!({"bench": {"results": "not a list"}});
+    let file = dir.path().join("odd.json");
+    std::fs::write(&file, value.to_string()).unwrap();
+    let plan = plan_json(&file, &[]);
+    assert_eq!(plan["path"]["name"], "w4a8-amx");
+    assert!(plan.get("measured").is_none(), "{plan:#}");
+}
