@@ -8,9 +8,9 @@
 //! panel once; the non-AMX prefill runs row blocks of 4 against the same panel (register
 //! blocking 4 rows × 64 columns on AVX-512, 4 × 16 on AVX2), re-reading it from L2.
 
-use super::lanes::{Avx2, Avx512, Lanes16};
 use crate::kernels::bf16_act::ActF32;
 use crate::kernels::panel_split::{MR_MAX, Tile};
+use crate::kernels::x86::lanes::{Avx2, Avx512, Lanes16};
 
 /// Bytes of one packed row (64 columns × 2 bf16).
 pub(crate) const ROW_BYTES: usize = 256;

@@ -13,8 +13,8 @@ use std::ops::Range;
 
 use crate::kernels::acts::QuantActs;
 use crate::kernels::cpu::Feature;
-use crate::kernels::driver::w4a8_panels;
 use crate::kernels::pack::{PANEL, PackedW4, RECORD_BYTES, SCALE_OFFSET, ZERO_OFFSET};
+use crate::kernels::panel_split::w4a8_panels;
 use crate::kernels::pool::ThreadPool;
 use crate::kernels::registry::{KernelFn, Phase, Variant};
 use crate::kernels::weights::GROUP;
@@ -44,9 +44,9 @@ unsafe fn w4a8_avx512vnni(pool: &ThreadPool, w: &PackedW4, a: &QuantActs, out: &
     w4a8_panels(pool, w, a, out, &kern);
 }
 
-/// One panel over `groups` for `rows` (see `driver::PanelKernel`).
+/// One panel over `groups` for `rows` (see `panel_split::PanelKernel`).
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,fma")]
-pub(super) fn panel(
+pub(crate) fn panel(
     w: &PackedW4,
     a: &QuantActs,
     p: usize,
@@ -143,7 +143,7 @@ fn dword(x: &[i8], i: usize) -> i32 {
 /// Sixteen little-endian bf16 (32 bytes) widened to f32.
 #[target_feature(enable = "avx512f")]
 #[inline]
-pub(super) fn bf16x16(b: &[u8]) -> __m512 {
+pub(crate) fn bf16x16(b: &[u8]) -> __m512 {
     assert!(b.len() >= 32);
     // SAFETY: b holds at least 32 bytes (asserted); unaligned load.
     let h = unsafe { _mm256_loadu_si256(b.as_ptr().cast::<__m256i>()) };

@@ -2,19 +2,19 @@
 //!
 //! | variant | kernel | phases |
 //! |---|---|---|
-//! | `w4a16-gemv-avx512` | f32 FMA, `vpermps` LUT dequant ([`w4a16_fma`](super::w4a16_fma)) | decode, prefill fallback |
-//! | `w4a16-gemv-avx512bf16` | `vdpbf16ps` on LUT'd bf16 codes ([`w4a16_dpbf16`](super::w4a16_dpbf16)) | decode |
+//! | `w4a16-gemv-avx512` | f32 FMA, `vpermps` LUT dequant ([`w4a16_fma`](crate::kernels::x86::w4a16::fma)) | decode, prefill fallback |
+//! | `w4a16-gemv-avx512bf16` | `vdpbf16ps` on LUT'd bf16 codes ([`w4a16_dpbf16`](crate::kernels::x86::w4a16::avx512bf16)) | decode |
 //! | `w4a16-gemv-avx2` | f32 FMA, shift/and/convert dequant | decode, prefill |
-//! | `w4a16-gemm-amx` | dequantized half-panels × `TDPBF16PS` ([`w4a16_amx`](super::w4a16_amx)) | prefill |
+//! | `w4a16-gemm-amx` | dequantized half-panels × `TDPBF16PS` ([`w4a16_amx`](crate::kernels::x86::amx::w4a16)) | prefill |
 //!
 //! The GEMV-style kernels split work by 64-column panels (split-K over groups when there are
 //! fewer panels than threads) and take up to 4 rows per weight pass; larger M loops over
 //! row blocks of 4. Each entry point is an `unsafe fn` with the registry's `W4A16Fn`
 //! signature: the caller (the registry's `Ready`) has checked CPU support and shapes.
 
-use super::amx_bf16::AmxBf16;
-use super::lanes::{Avx2, Avx512};
-use super::{w4a16_amx, w4a16_dpbf16, w4a16_fma};
+pub(crate) mod avx512bf16;
+pub(crate) mod fma;
+
 use crate::kernels::acts::Bf16Rows;
 use crate::kernels::bf16_act::{ActF32, with_act};
 use crate::kernels::cpu::Feature;
@@ -22,6 +22,11 @@ use crate::kernels::pack::PackedW4;
 use crate::kernels::panel_split::{Tile, run_panels};
 use crate::kernels::pool::ThreadPool;
 use crate::kernels::registry::{KernelFn, Phase, Variant};
+use crate::kernels::x86::amx::bf16_engine::AmxBf16;
+use crate::kernels::x86::amx::w4a16 as w4a16_amx;
+use crate::kernels::x86::lanes::{Avx2, Avx512};
+use avx512bf16 as w4a16_dpbf16;
+use fma as w4a16_fma;
 
 /// Smallest K split (in groups of 128) worth a separate task.
 const MIN_SPLIT_GROUPS: usize = 2;
@@ -125,7 +130,7 @@ pub unsafe fn gemm_amx(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out: &m
 pub unsafe fn gemm_amx_emulated(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out: &mut [f32]) {
     let Some(v) = Avx2::new() else { return };
     w4a16_amx::gemm(
-        super::amx_bf16::EmulatedTiles,
+        crate::kernels::x86::amx::bf16_engine::EmulatedTiles,
         &|panel, groups, half, dst| {
             // SAFETY: `v` proves AVX2 + FMA.
             unsafe { w4a16_amx::dequant_avx2(v, panel, groups, half, dst) }

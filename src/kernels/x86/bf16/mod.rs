@@ -10,10 +10,8 @@
 //! variants, 32-column half-panels for AMX. Entry points have the registry's `Bf16Fn`
 //! signature; the registry's `Ready` checked CPU support and shapes.
 
-use super::amx_bf16::{AmxBf16, CTile, TileEngine};
-use super::amx_drive::{Slab, TailRows, slab_rows};
-use super::bf16_fma::{self, ROW_BYTES};
-use super::lanes::{Avx2, Avx512};
+pub(crate) mod fma;
+
 use crate::kernels::acts::Bf16Rows;
 use crate::kernels::bf16_act::{ActF32, with_act};
 use crate::kernels::buf::carve;
@@ -22,6 +20,10 @@ use crate::kernels::pack::PackedBf16;
 use crate::kernels::panel_split::{OutSink, PANEL, Tile, run_panels};
 use crate::kernels::pool::{ThreadPool, split_range};
 use crate::kernels::registry::{KernelFn, Phase, Variant};
+use crate::kernels::x86::amx::bf16_engine::{AmxBf16, CTile, TileEngine};
+use crate::kernels::x86::amx::drive::{Slab, TailRows, slab_rows};
+use crate::kernels::x86::lanes::{Avx2, Avx512};
+use fma::{self as bf16_fma, ROW_BYTES};
 
 /// Smallest K split (in k-pairs) worth a separate task.
 const MIN_SPLIT_PAIRS: usize = 128;
@@ -149,7 +151,13 @@ pub unsafe fn gemm_amx_emulated(
     x: Bf16Rows<'_>,
     out: &mut [f32],
 ) {
-    run_amx(super::amx_bf16::EmulatedTiles, pool, w, x, out);
+    run_amx(
+        crate::kernels::x86::amx::bf16_engine::EmulatedTiles,
+        pool,
+        w,
+        x,
+        out,
+    );
 }
 
 /// Registry entry: AVX2 FMA GEMV (and the non-AVX-512 prefill).
