@@ -56,6 +56,7 @@ pub fn unit_for(path: BenchPath, isa: &str) -> Unit {
         BenchPath::W4a8 if isa.contains("avxvnni") || isa.contains("avx-vnni") => Unit::AvxVnni,
         BenchPath::W4a8 if isa.contains("avx2") => Unit::Avx2Int8,
         _ if isa.contains("amx") => Unit::AmxBf16,
+        _ if isa.contains("avx512bf16") => Unit::Avx512Bf16,
         _ if isa.contains("avx512") => Unit::Avx512Fma,
         _ if isa.contains("avx") => Unit::Avx2Fma,
         _ => Unit::Scalar,
@@ -233,6 +234,7 @@ mod tests {
         assert_eq!(unit_for(BenchPath::W4a8, "avx2"), Unit::Avx2Int8);
         assert_eq!(unit_for(BenchPath::W4a16, "amx"), Unit::AmxBf16);
         assert_eq!(unit_for(BenchPath::Bf16, "avx512"), Unit::Avx512Fma);
+        assert_eq!(unit_for(BenchPath::W4a16, "avx512bf16"), Unit::Avx512Bf16);
         assert_eq!(unit_for(BenchPath::W4a16, "avx2"), Unit::Avx2Fma);
         assert_eq!(unit_for(BenchPath::Bf16, "scalar"), Unit::Scalar);
     }

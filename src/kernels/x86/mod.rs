@@ -22,6 +22,7 @@ use super::registry::Variant;
 
 pub(crate) mod amx;
 pub(crate) mod bf16;
+mod dpbf16;
 mod lanes;
 pub mod stream;
 pub(crate) mod w4a16;
@@ -36,10 +37,12 @@ pub static VARIANTS: &[&Variant] = &[
     &w4a8::avx2::W4A8_AVXVNNI,
     &w4a8::avx2::W4A8_AVX2,
     &w4a16::GEMM_AMX,
+    &w4a16::GEMM_AVX512BF16,
     &w4a16::GEMV_AVX512,
     &w4a16::GEMV_AVX512BF16,
     &w4a16::GEMV_AVX2,
     &bf16::GEMM_AMX,
+    &bf16::GEMM_AVX512BF16,
     &bf16::GEMV_AVX512,
     &bf16::GEMV_AVX2,
 ];

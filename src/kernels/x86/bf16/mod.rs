@@ -3,6 +3,7 @@
 //! | variant | kernel | phases |
 //! |---|---|---|
 //! | `bf16-gemv-avx512` | f32 FMA over VNNI-2 rows ([`bf16_fma`](super::bf16_fma)), 4 × 64 register block | decode, prefill fallback |
+//! | `bf16-gemm-avx512bf16` | 6 × 64 `vdpbf16ps` microkernel on the packed panel in place ([`avx512bf16`], `x86/dpbf16.rs`) | prefill |
 //! | `bf16-gemv-avx2` | the same on ymm pairs | decode, prefill |
 //! | `bf16-gemm-amx` | `TDPBF16PS` straight from the packed rows (no repack: a panel row is a B-tile row) | prefill |
 //!
@@ -10,6 +11,7 @@
 //! variants, 32-column half-panels for AMX. Entry points have the registry's `Bf16Fn`
 //! signature; the registry's `Ready` checked CPU support and shapes.
 
+pub(crate) mod avx512bf16;
 pub(crate) mod fma;
 
 use crate::kernels::acts::Bf16Rows;
@@ -178,6 +180,16 @@ pub static GEMV_AVX512: Variant = Variant {
     requires: &[Feature::Avx512f, Feature::Avx512bw, Feature::Avx512bf16],
     rank: 30,
     kernel: KernelFn::Bf16(gemv_avx512),
+};
+
+/// Registry entry: AVX-512-BF16 prefill GEMM (`vdpbf16ps` on the packed panel in place).
+pub static GEMM_AVX512BF16: Variant = Variant {
+    name: "bf16-gemm-avx512bf16",
+    isa: "avx512bf16",
+    phases: &[Phase::Prefill],
+    requires: &[Feature::Avx512f, Feature::Avx512bw, Feature::Avx512bf16],
+    rank: 35,
+    kernel: KernelFn::Bf16(avx512bf16::gemm),
 };
 
 /// Registry entry: AMX-BF16 prefill on the packed rows.

@@ -4,6 +4,7 @@
 //! |---|---|---|
 //! | `w4a16-gemv-avx512` | f32 FMA, `vpermps` LUT dequant ([`w4a16_fma`](crate::kernels::x86::w4a16::fma)) | decode, prefill fallback |
 //! | `w4a16-gemv-avx512bf16` | `vdpbf16ps` on LUT'd bf16 codes ([`w4a16_dpbf16`](crate::kernels::x86::w4a16::avx512bf16)) | decode |
+//! | `w4a16-gemm-avx512bf16` | records dequantized once into 16 KB bf16-pair blocks, 6 × 64 `vdpbf16ps` microkernel ([`dpbf16`]) | prefill |
 //! | `w4a16-gemv-avx2` | f32 FMA, shift/and/convert dequant | decode, prefill |
 //! | `w4a16-gemm-amx` | dequantized half-panels × `TDPBF16PS` ([`w4a16_amx`](crate::kernels::x86::amx::w4a16)) | prefill |
 //!
@@ -24,6 +25,7 @@ use crate::kernels::pool::ThreadPool;
 use crate::kernels::registry::{KernelFn, Phase, Variant};
 use crate::kernels::x86::amx::bf16_engine::AmxBf16;
 use crate::kernels::x86::amx::w4a16 as w4a16_amx;
+use crate::kernels::x86::dpbf16;
 use crate::kernels::x86::lanes::{Avx2, Avx512};
 use avx512bf16 as w4a16_dpbf16;
 use fma as w4a16_fma;
@@ -95,6 +97,22 @@ pub unsafe fn gemv_dpbf16(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out:
         // SAFETY: `d` proves the AVX-512 features.
         unsafe { w4a16_dpbf16::block(d, panel, g, act, r0, mr, tile) }
     });
+}
+
+/// `w4a16-gemm-avx512bf16`: records dequantized to bf16-pair blocks, `vdpbf16ps` GEMM.
+///
+/// # Safety
+///
+/// The CPU runs AVX-512 F/BW/BF16; shapes agree.
+pub unsafe fn gemm_dpbf16(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out: &mut [f32]) {
+    let Some(v) = Avx512::new() else { return };
+    if x.k != w.k() {
+        return;
+    }
+    let src = w4a16_dpbf16::Dequant::new(v, w);
+    // SAFETY: `v` proves the features; the source dequantizes any (panel, group) of `w`;
+    // the registry checked `out.len() == x.m·w.n()`.
+    unsafe { dpbf16::gemm(pool, x, w.n(), w.panels(), &src, out) };
 }
 
 /// `w4a16-gemm-amx`.
@@ -173,6 +191,16 @@ pub static GEMV_AVX512BF16: Variant = Variant {
     requires: AVX512_BF16,
     rank: 25,
     kernel: KernelFn::W4A16(gemv_dpbf16),
+};
+
+/// Registry entry: AVX-512-BF16 prefill GEMM (`vdpbf16ps` on dequantized bf16 blocks).
+pub static GEMM_AVX512BF16: Variant = Variant {
+    name: "w4a16-gemm-avx512bf16",
+    isa: "avx512bf16",
+    phases: &[Phase::Prefill],
+    requires: AVX512_BF16,
+    rank: 35,
+    kernel: KernelFn::W4A16(gemm_dpbf16),
 };
 
 /// Registry entry: AMX-BF16 prefill on dequantized half-panels.
