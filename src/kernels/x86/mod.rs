@@ -33,6 +33,7 @@ pub use amx::tile;
 /// The x86 variants, in registry order. Add new x86 variants here (one line each).
 pub static VARIANTS: &[&Variant] = &[
     &amx::w4a8::W4A8_AMX,
+    &w4a8::avx512vnni::W4A8_GEMM_AVX512VNNI,
     &w4a8::avx512vnni::W4A8_AVX512VNNI,
     &w4a8::avx2::W4A8_AVXVNNI,
     &w4a8::avx2::W4A8_AVX2,
