@@ -188,8 +188,8 @@ pub(crate) fn block(
 }
 
 /// The W4A16 prefill GEMM's block source: each (panel, group) record dequantized once into
-/// a bf16-pair block, `w = (q − z)·s` in f32 rounded to bf16 nearest-even
-/// (`vcvtne2ps2bf16`), the same weights the AMX-BF16 kernel multiplies.
+/// a bf16-pair block, `w = q·s − z·s` in f32 (one FMA) rounded to bf16 nearest-even
+/// (`vcvtne2ps2bf16`), the weights the AMX-BF16 kernel multiplies up to an f32 ulp.
 pub(crate) struct Dequant<'a> {
     v: Avx512,
     w: &'a PackedW4,
@@ -220,11 +220,14 @@ fn dequant_record(v: Avx512, rec: &[u8], dst: &mut Block) {
         for j in 0..4 {
             let s = v.load_bf16(src.add(SCALE_OFFSET + 32 * j).cast());
             let z = v.load_bf16(src.add(ZERO_OFFSET + 32 * j).cast());
+            // q·s − z·s in one rounding (z·s rounded once per column): within an f32 ulp
+            // of (q − z)·s, far below the bf16 rounding that follows.
+            let neg_zs = v.sub(v.zero(), v.mul(z, s));
             for o in 0..16 {
                 let x = v.prep(v.load_i(src.add(o * 256 + j * 64)));
                 for u in 0..4 {
-                    let w0 = v.mul(v.sub(v.code(x, 2 * u), z), s);
-                    let w1 = v.mul(v.sub(v.code(x, 2 * u + 1), z), s);
+                    let w0 = v.fma(v.code(x, 2 * u), s, neg_zs);
+                    let w1 = v.fma(v.code(x, 2 * u + 1), s, neg_zs);
                     v.store_bf16_pairs(out.add((4 * o + u) * ROW_BYTES + 64 * j), w0, w1);
                 }
             }
