@@ -15,11 +15,9 @@ use std::sync::OnceLock;
 use super::pool::ThreadPool;
 use super::registry::{self, KernelPath, Ready};
 
-mod float;
+pub(crate) mod float;
 mod gate;
 mod w4a8;
-
-pub(crate) use float::{B16Entry, Data, MS, W4Entry, bf16_case, w4a16_case};
 
 /// Shared pools of 1, 2 and 3 threads.
 pub(crate) fn pool(threads: usize) -> &'static ThreadPool {
