@@ -8,7 +8,7 @@
 //! in the worker's scratch, reused across slabs and calls.
 //!
 //! The driver is generic over the tile engine and the dequantizer so the identical code runs
-//! with [`EmulatedTiles`](crate::kernels::x86::amx::bf16_engine::EmulatedTiles) and the AVX2 dequantizer in tests
+//! with `bf16_engine::EmulatedTiles` and the AVX2 dequantizer in tests
 //! on hosts without AMX.
 
 use crate::kernels::acts::Bf16Rows;

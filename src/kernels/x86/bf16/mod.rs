@@ -2,7 +2,7 @@
 //!
 //! | variant | kernel | phases |
 //! |---|---|---|
-//! | `bf16-gemv-avx512` | f32 FMA over VNNI-2 rows ([`bf16_fma`](super::bf16_fma)), 4 × 64 register block | decode, prefill fallback |
+//! | `bf16-gemv-avx512` | f32 FMA over VNNI-2 rows ([`fma`]), 4 × 64 register block | decode, prefill fallback |
 //! | `bf16-gemm-avx512bf16` | 6 × 64 `vdpbf16ps` microkernel on the packed panel in place ([`avx512bf16`], `x86/dpbf16.rs`) | prefill |
 //! | `bf16-gemv-avx2` | the same on ymm pairs | decode, prefill |
 //! | `bf16-gemm-amx` | `TDPBF16PS` straight from the packed rows (no repack: a panel row is a B-tile row) | prefill |
