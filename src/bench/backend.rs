@@ -99,6 +99,8 @@ pub enum Unit {
     Avx512Vnni,
     AvxVnni,
     Avx2Int8,
+    /// AVX-512-BF16 `vdpbf16ps` (two bf16 products per f32 lane).
+    Avx512Bf16,
     Avx512Fma,
     Avx2Fma,
     Scalar,
@@ -112,6 +114,7 @@ impl Unit {
             Unit::Avx512Vnni => "avx512-vnni",
             Unit::AvxVnni => "avx-vnni",
             Unit::Avx2Int8 => "avx2-int8",
+            Unit::Avx512Bf16 => "avx512-bf16",
             Unit::Avx512Fma => "avx512-fma",
             Unit::Avx2Fma => "avx2-fma",
             Unit::Scalar => "scalar",

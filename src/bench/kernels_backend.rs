@@ -2,17 +2,17 @@
 //! scalar references) seen through bench's [`Backend`] trait.
 //!
 //! W4A8 and W4A16 share the P64·G128 packed int4 layout; bf16 uses the VNNI-2 panel
-//! layout. The correctness gate runs each variant on small shapes (N not a multiple of the
-//! 64-column panel, several groups, and an M above the decode range for prefill variants)
-//! against the scalar reference: W4A8 within 1e-4 relative error of the exact integer
-//! identity, W4A16 and bf16 within 1e-2 (AMX-BF16 rounds dequantized weights to bf16).
+//! layout. The correctness gate is the kernels' own ([`crate::kernels::verify::gate`]):
+//! small shapes (N off the 64-column panel, several groups, M above the decode range for
+//! prefill variants) against the scalar reference, with the per-path tolerances every
+//! kernel test uses.
 
 use super::backend::{Backend, BenchPath, KernelInfo, Parallel, Phase, Scheme, Unit};
 use super::rng::Rng;
 use crate::kernels::bf16::to_bf16_vec;
 use crate::kernels::registry::{self, KernelPath, Ready};
-use crate::kernels::weights;
-use crate::kernels::{Bf16, Bf16Rows, PackedBf16, PackedW4, QuantActs, ThreadPool, cpu, reference};
+use crate::kernels::{Bf16, Bf16Rows, PackedBf16, PackedW4, QuantActs, ThreadPool, cpu};
+use crate::kernels::{verify, weights};
 
 /// Packed weights of either layout.
 pub enum Packed {
@@ -56,6 +56,7 @@ pub fn unit_for(path: BenchPath, isa: &str) -> Unit {
         BenchPath::W4a8 if isa.contains("avxvnni") || isa.contains("avx-vnni") => Unit::AvxVnni,
         BenchPath::W4a8 if isa.contains("avx2") => Unit::Avx2Int8,
         _ if isa.contains("amx") => Unit::AmxBf16,
+        _ if isa.contains("avx512bf16") => Unit::Avx512Bf16,
         _ if isa.contains("avx512") => Unit::Avx512Fma,
         _ if isa.contains("avx") => Unit::Avx2Fma,
         _ => Unit::Scalar,
@@ -80,60 +81,6 @@ impl Parallel for KernelsBackend {
 
     fn run(&self, f: &(dyn Fn(usize, usize) + Sync)) {
         self.pool.run(|w| f(w.index, w.threads));
-    }
-}
-
-impl KernelsBackend {
-    /// One correctness case: `m` x `n` x `k` against the scalar reference.
-    fn check_case(
-        &self,
-        kernel: &KernelInfo,
-        m: usize,
-        n: usize,
-        k: usize,
-        seed: u64,
-    ) -> Result<(), String> {
-        let mut rng = Rng::new(seed);
-        let w = rng.normals(n * k, 0.05);
-        let x = to_bf16_vec(&rng.normals(m * k, 1.0));
-        let rows = Bf16Rows::new(&x, m, k).map_err(|e| e.to_string())?;
-        let mut out = vec![0.0f32; m * n];
-        let r = ready(kernel).map_err(|e| e.to_string())?;
-        let (want, tol) = match kernel.path {
-            BenchPath::W4a8 | BenchPath::W4a16 => {
-                let q = weights::quantize(&w, n, k, weights::Scheme::Asymmetric)
-                    .map_err(|e| e.to_string())?;
-                let packed = PackedW4::pack(&q);
-                if kernel.path == BenchPath::W4a8 {
-                    let a = QuantActs::quantize(rows).map_err(|e| e.to_string())?;
-                    r.w4a8(&self.pool, &packed, &a, &mut out)
-                        .map_err(|e| e.to_string())?;
-                    (reference::w4a8(&q, &a), 1e-4)
-                } else {
-                    r.w4a16(&self.pool, &packed, rows, &mut out)
-                        .map_err(|e| e.to_string())?;
-                    (reference::w4a16(&q, rows), 1e-2)
-                }
-            }
-            BenchPath::Bf16 => {
-                let wb = to_bf16_vec(&w);
-                let packed = PackedBf16::pack(&wb, n, k);
-                r.bf16(&self.pool, &packed, rows, &mut out)
-                    .map_err(|e| e.to_string())?;
-                (reference::bf16(&wb, n, rows), 1e-2)
-            }
-        };
-        if out.iter().any(|v| !v.is_finite()) {
-            return Err(format!("non-finite output on {m}x{n}x{k}"));
-        }
-        let err = reference::rel_error(&out, &want);
-        if err.is_finite() && err <= tol {
-            Ok(())
-        } else {
-            Err(format!(
-                "relative error {err:.2e} vs the scalar reference on M={m} N={n} K={k} (tolerance {tol:.0e})"
-            ))
-        }
     }
 }
 
@@ -169,17 +116,8 @@ impl Backend for KernelsBackend {
     }
 
     fn verify(&self, kernel: &KernelInfo) -> Result<(), String> {
-        let mut cases = Vec::new();
-        if kernel.serves(Phase::Decode) {
-            cases.extend([(1, 130, 256), (3, 64, 384)]);
-        }
-        if kernel.serves(Phase::Prefill) {
-            cases.extend([(17, 130, 256), (40, 192, 512)]);
-        }
-        for (i, &(m, n, k)) in cases.iter().enumerate() {
-            self.check_case(kernel, m, n, k, 1000 + i as u64)?;
-        }
-        Ok(())
+        let r = ready(kernel).map_err(|e| e.to_string())?;
+        verify::gate(&r, &self.pool).map_err(|e| e.to_string())
     }
 
     fn pack(
@@ -296,6 +234,7 @@ mod tests {
         assert_eq!(unit_for(BenchPath::W4a8, "avx2"), Unit::Avx2Int8);
         assert_eq!(unit_for(BenchPath::W4a16, "amx"), Unit::AmxBf16);
         assert_eq!(unit_for(BenchPath::Bf16, "avx512"), Unit::Avx512Fma);
+        assert_eq!(unit_for(BenchPath::W4a16, "avx512bf16"), Unit::Avx512Bf16);
         assert_eq!(unit_for(BenchPath::W4a16, "avx2"), Unit::Avx2Fma);
         assert_eq!(unit_for(BenchPath::Bf16, "scalar"), Unit::Scalar);
     }

@@ -21,6 +21,9 @@ pub enum KernelError {
     },
     /// The variant serves another path than the one asked for.
     WrongPath { name: String, want: &'static str },
+    /// The variant ran but its output is outside the path's tolerance of the scalar
+    /// reference (`kernels::verify`).
+    Mismatch { name: String, detail: String },
 }
 
 impl fmt::Display for KernelError {
@@ -41,6 +44,12 @@ impl fmt::Display for KernelError {
             ),
             KernelError::WrongPath { name, want } => {
                 write!(f, "kernel '{name}' does not serve the {want} path")
+            }
+            KernelError::Mismatch { name, detail } => {
+                write!(
+                    f,
+                    "kernel '{name}' disagrees with the scalar reference: {detail}"
+                )
             }
         }
     }

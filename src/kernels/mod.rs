@@ -5,7 +5,8 @@
 //! Data flow: f32 weights → [`weights::quantize`] → [`pack::PackedW4`] (P64·G128 records);
 //! bf16 activations → [`acts::QuantActs`] (int8 per token and 128-group, plus Σq). A kernel
 //! variant from [`registry`] computes `out[M][N]` (f32, row-major) on a [`pool::ThreadPool`].
-//! Every variant is checked against [`reference`] (the oracle) in `tests.rs`.
+//! Every variant is checked against [`reference`] (the oracle) through [`verify`] in
+//! `tests/`, by the bench's gate and by the timing harnesses.
 //!
 //! Dispatch order (per path; `x86/mod.rs` has the x86 chain): AMX → AVX-512 VNNI → AVX-VNNI →
 //! AVX2 → scalar on x86-64; scalar elsewhere (NEON is not written yet). `EDGEPLAN_KERNEL=<name>`
@@ -21,7 +22,6 @@ pub mod bf16;
 pub mod bf16_act;
 pub mod buf;
 pub mod cpu;
-pub mod driver;
 pub mod error;
 pub mod fidelity;
 pub mod pack;
@@ -32,6 +32,7 @@ pub mod registry;
 pub mod scalar;
 mod scalar_float;
 pub mod timing;
+pub mod verify;
 pub mod weights;
 
 #[cfg(target_arch = "x86_64")]
@@ -75,8 +76,6 @@ pub fn wide_sum(words: &[u64]) -> u64 {
 
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_w4a16;
 
 pub use acts::{Bf16Rows, QuantActs};
 pub use bf16::Bf16;

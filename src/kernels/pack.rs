@@ -253,6 +253,26 @@ impl PackedBf16 {
         Self { n, k, buf }
     }
 
+    /// Random bf16 weights generated directly in packed form (fast for bench-sized
+    /// matrices): |w| in [2⁻⁷, 2⁻⁶) with random sign and mantissa; padding columns zero.
+    pub fn random(n: usize, k: usize, seed: u64) -> Result<Self, super::error::KernelError> {
+        super::weights::check_shape(n, k)?;
+        let mut rng = super::fidelity::Rng::new(seed);
+        let mut buf = AlignedBuf::<Bf16>::zeroed(n.div_ceil(PANEL) * PANEL * k);
+        for (row, pairs) in buf.chunks_exact_mut(2 * PANEL).enumerate() {
+            let live = PANEL.min(n - (row * 2 / k) * PANEL);
+            let mut bits = 0u64;
+            for (i, w) in pairs[..2 * live].iter_mut().enumerate() {
+                if i % 8 == 0 {
+                    bits = rng.next_u64();
+                }
+                let r = bits >> (8 * (i % 8));
+                *w = Bf16(0x3C00 | (r & 0x7F) as u16 | ((r & 0x80) as u16) << 8);
+            }
+        }
+        Ok(Self { n, k, buf })
+    }
+
     /// Position of W[col][kk] in the packed buffer.
     #[inline]
     pub fn index(k: usize, col: usize, kk: usize) -> usize {
@@ -362,5 +382,19 @@ mod tests {
         let p = PackedBf16::pack(&w, n, k);
         assert_eq!(p.unpack(), w);
         assert_eq!(p.bytes(), 128 * k * 2);
+        // Random weights: live columns in [2^-7, 2^-6), padding columns zero.
+        let r = PackedBf16::random(n, k, 3).unwrap();
+        assert_eq!(r.bytes(), p.bytes());
+        let u = r.unpack();
+        assert!(
+            u.iter()
+                .all(|w| (0.0078125..0.015625).contains(&w.to_f32().abs()))
+        );
+        let last_panel = &r.as_slice()[PANEL * k..];
+        assert!(
+            last_panel
+                .chunks_exact(2 * PANEL)
+                .all(|row| row[2 * (n - PANEL)..].iter().all(|w| w.0 == 0))
+        );
     }
 }

@@ -1,16 +1,24 @@
-//! How the W4A16 and bf16 panel kernels share work between threads.
+//! The one work splitter of the kernels: how every panel kernel (W4A8, W4A16, bf16, scalar
+//! and SIMD, and the AMX drivers' output writes) shares an `out[M][N]` between threads.
 //!
 //! Output columns come in 64-wide panels, each a contiguous weight stream, so a task is
 //! one panel (or one 32-column half-panel for the AMX paths). When there are fewer panels
 //! than workers the reduction axis is split too (split-K, kernels.md pitfall 12): each
-//! split writes its own partial `[m][n]` buffer and the partials are summed afterwards.
+//! split writes its own partial `[m][n]` buffer (the pool's shared partials, kept across
+//! calls) and the partials are summed afterwards ([`Grid`] decides the split).
 //!
-//! The per-task closure gets an [`OutSink`], a raw view of the output that lets disjoint
-//! tasks write disjoint columns of the same row-major matrix from different threads.
+//! Entry points: [`run_panels`] (row blocks of [`MR_MAX`], a `[4][64]` [`Tile`]: W4A16 and
+//! bf16) and [`w4a8_panels`] (row chunks of [`ROW_CHUNK`] through a [`PanelKernel`]: W4A8);
+//! both are [`run_grid`] with a different row block. Tasks write through an [`OutSink`], a
+//! raw view of the output that lets disjoint tasks write disjoint cells from different
+//! threads.
 
 use std::marker::PhantomData;
 use std::ops::Range;
 
+use super::acts::QuantActs;
+use super::buf::carve;
+use super::pack::PackedW4;
 use super::pool::{ThreadPool, split_range};
 
 /// Rows per weight pass of the small-M panel kernels.
@@ -19,6 +27,9 @@ pub const MR_MAX: usize = 4;
 pub const PANEL: usize = 64;
 /// Output tile of one panel-kernel call: `[MR_MAX][PANEL]`.
 pub type Tile = [f32; MR_MAX * PANEL];
+/// Rows per accumulator chunk of the W4A8 panel kernels (the chunk's `[16][64]` f32
+/// accumulator stays in L1).
+pub const ROW_CHUNK: usize = 16;
 
 /// A row-major `[m][n]` f32 output shared by tasks that write disjoint column ranges.
 #[derive(Clone, Copy)]
@@ -139,12 +150,70 @@ pub fn reduce_partials(out: &mut [f32], partials: &[f32]) {
     }
 }
 
-/// Runs a panel kernel over the whole `[m][n]` output: tasks are (panel, K split) pairs
-/// from [`Grid::new`]`(panels, units, threads, min_units)`, spread over the pool in
-/// contiguous ranges; each task calls `f(panel, unit_range, r0, mr, tile)` for every row
-/// block of at most [`MR_MAX`] rows and stores the tile. With split-K the partial sums go to
-/// a temporary buffer and are reduced into `out`. Nothing is written when
-/// `out.len() != m·n`.
+/// Runs `f` over the whole `[m][n]` output: tasks are (panel, K split) pairs from
+/// [`Grid::new`]`(panels, units, threads, min_units)`, spread over the pool in contiguous
+/// ranges; each task calls `f(panel, unit_range, r0, mr, tile)` for every block of at most
+/// `rows` rows, `tile` being `[rows][PANEL]` of the worker's scratch that `f` overwrites
+/// (rows `mr..` ignored), and stores it. With split-K the partial sums go to the pool's
+/// partials buffer and are reduced into `out`. Nothing is written when `out.len() != m·n`.
+#[allow(clippy::too_many_arguments)]
+pub fn run_grid<F>(
+    pool: &ThreadPool,
+    m: usize,
+    n: usize,
+    panels: usize,
+    units: usize,
+    min_units: usize,
+    rows: usize,
+    out: &mut [f32],
+    f: F,
+) where
+    F: Fn(usize, Range<usize>, usize, usize, &mut [f32]) + Sync,
+{
+    let rows = rows.max(1);
+    if out.len() != m * n {
+        return;
+    }
+    let grid = Grid::new(panels, units, pool.threads(), min_units);
+    let body = |sinks: &[OutSink<'_>]| {
+        pool.run(|wk| {
+            let mine = split_range(grid.tasks(), wk.threads, wk.index);
+            let mut scratch = wk.scratch(rows * PANEL * 4);
+            let tile: &mut [f32] = carve(&mut scratch, rows * PANEL);
+            for t in mine {
+                let (p, s, range) = grid.task(t);
+                let mut r0 = 0;
+                while r0 < m {
+                    let mr = rows.min(m - r0);
+                    f(p, range.clone(), r0, mr, tile);
+                    // SAFETY: task (p, s) is the only writer of columns p·64..p·64+64 in
+                    // sink s; the tile holds `rows` rows of PANEL values.
+                    unsafe { sinks[s].write_tile(r0, mr, p * PANEL, PANEL, tile, PANEL) };
+                    r0 += mr;
+                }
+            }
+        });
+    };
+    if grid.splits == 1 {
+        if let Some(sink) = OutSink::new(out, m, n) {
+            body(&[sink]);
+        }
+        return;
+    }
+    let len = (m * n).max(1);
+    let mut part = pool.partials(grid.splits * len);
+    let sinks: Vec<OutSink<'_>> = part[..grid.splits * len]
+        .chunks_exact_mut(len)
+        .filter_map(|c| OutSink::new(&mut c[..m * n], m, n))
+        .collect();
+    if sinks.len() == grid.splits {
+        body(&sinks);
+        reduce_partials(out, &part[..grid.splits * len]);
+    }
+}
+
+/// [`run_grid`] with row blocks of [`MR_MAX`] and a [`Tile`]: the W4A16 and bf16 panel
+/// kernels' entry.
 #[allow(clippy::too_many_arguments)]
 pub fn run_panels<F>(
     pool: &ThreadPool,
@@ -158,46 +227,78 @@ pub fn run_panels<F>(
 ) where
     F: Fn(usize, Range<usize>, usize, usize, &mut Tile) + Sync,
 {
-    if out.len() != m * n {
-        return;
+    run_grid(
+        pool,
+        m,
+        n,
+        panels,
+        units,
+        min_units,
+        MR_MAX,
+        out,
+        |p, range, r0, mr, tile| {
+            let tile: &mut Tile = (&mut tile[..MR_MAX * PANEL])
+                .try_into()
+                .expect("run_grid hands out MR_MAX rows");
+            f(p, range, r0, mr, tile)
+        },
+    );
+}
+
+/// A W4A8 panel microkernel: for `panel`, groups `groups` and rows `rows` (≤ [`ROW_CHUNK`]),
+/// write `acc[(r − rows.start)·64 + c]` = the partial W4A8 output of column `64·panel + c`
+/// over those groups (overwrite, not accumulate).
+pub trait PanelKernel: Sync {
+    /// See the trait docs.
+    fn run(
+        &self,
+        w: &PackedW4,
+        a: &QuantActs,
+        panel: usize,
+        groups: Range<usize>,
+        rows: Range<usize>,
+        acc: &mut [f32],
+    );
+}
+
+impl<F> PanelKernel for F
+where
+    F: Fn(&PackedW4, &QuantActs, usize, Range<usize>, Range<usize>, &mut [f32]) + Sync,
+{
+    fn run(
+        &self,
+        w: &PackedW4,
+        a: &QuantActs,
+        panel: usize,
+        groups: Range<usize>,
+        rows: Range<usize>,
+        acc: &mut [f32],
+    ) {
+        self(w, a, panel, groups, rows, acc)
     }
-    let grid = Grid::new(panels, units, pool.threads(), min_units);
-    let mut partial = if grid.splits > 1 {
-        vec![0.0f32; grid.splits * m * n]
-    } else {
-        Vec::new()
-    };
-    {
-        let sinks: Vec<OutSink<'_>> = if grid.splits > 1 {
-            partial
-                .chunks_exact_mut((m * n).max(1))
-                .filter_map(|c| OutSink::new(c, m, n))
-                .collect()
-        } else {
-            OutSink::new(out, m, n).into_iter().collect()
-        };
-        if sinks.len() != grid.splits {
-            return;
-        }
-        pool.run(|wk| {
-            let mut tile: Tile = [0.0; MR_MAX * PANEL];
-            for t in split_range(grid.tasks(), wk.threads, wk.index) {
-                let (p, s, range) = grid.task(t);
-                let mut r0 = 0;
-                while r0 < m {
-                    let mr = MR_MAX.min(m - r0);
-                    f(p, range.clone(), r0, mr, &mut tile);
-                    // SAFETY: task (p, s) is the only writer of columns p·64..p·64+64 in
-                    // sink s; the tile holds MR_MAX rows of PANEL values.
-                    unsafe { sinks[s].write_tile(r0, mr, p * PANEL, PANEL, &tile, PANEL) };
-                    r0 += mr;
-                }
-            }
-        });
-    }
-    if grid.splits > 1 {
-        reduce_partials(out, &partial);
-    }
+}
+
+/// W4A8 `out[M][N]` with `kern` over all threads of `pool` ([`run_grid`] over 64-column
+/// panels and 128-groups, row chunks of [`ROW_CHUNK`]). Shapes are the caller's contract
+/// (checked by `registry::Ready`).
+pub fn w4a8_panels<K: PanelKernel>(
+    pool: &ThreadPool,
+    w: &PackedW4,
+    a: &QuantActs,
+    out: &mut [f32],
+    kern: &K,
+) {
+    run_grid(
+        pool,
+        a.m(),
+        w.n(),
+        w.panels(),
+        w.groups(),
+        1,
+        ROW_CHUNK,
+        out,
+        |p, groups, r0, mr, acc| kern.run(w, a, p, groups, r0..r0 + mr, acc),
+    );
 }
 
 #[cfg(test)]

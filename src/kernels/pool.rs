@@ -158,8 +158,8 @@ impl ThreadPool {
     }
 
     /// A shared f32 buffer of at least `len` values (kept across calls), for split-K partial
-    /// sums: lock it before [`ThreadPool::run`], hand workers a [`SharedMut`] of it, reduce
-    /// after. Contents are unspecified.
+    /// sums: lock it before [`ThreadPool::run`], hand workers disjoint views of it (the
+    /// splitter's `OutSink`s), reduce after. Contents are unspecified.
     pub fn partials(&self, len: usize) -> std::sync::MutexGuard<'_, AlignedBuf<f32>> {
         let mut g = self.partials.lock().unwrap_or_else(|e| e.into_inner());
         g.ensure_len(len);
@@ -285,55 +285,6 @@ impl Drop for ThreadPool {
 impl std::fmt::Debug for ThreadPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "ThreadPool({} threads)", self.threads)
-    }
-}
-
-/// A raw, shareable pointer to an output buffer that several threads write at disjoint
-/// positions (e.g. column panels of a row-major `[M][N]` result).
-#[derive(Clone, Copy, Debug)]
-pub struct SharedMut<T> {
-    ptr: *mut T,
-    len: usize,
-}
-
-// SAFETY: users promise disjoint writes (see `slice`); T: Send makes handing elements to
-// other threads sound.
-unsafe impl<T: Send> Send for SharedMut<T> {}
-// SAFETY: as above.
-unsafe impl<T: Send> Sync for SharedMut<T> {}
-
-impl<T> SharedMut<T> {
-    /// Wrap an exclusive slice for the duration of a pool call.
-    pub fn new(s: &mut [T]) -> Self {
-        Self {
-            ptr: s.as_mut_ptr(),
-            len: s.len(),
-        }
-    }
-
-    /// Total length.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// True when empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// A mutable sub-slice `[start, start+len)`.
-    ///
-    /// # Safety
-    /// The wrapped slice must still be alive and not otherwise borrowed, and no two
-    /// threads may hold overlapping sub-slices at the same time.
-    #[allow(clippy::mut_from_ref)]
-    pub unsafe fn slice(&self, start: usize, len: usize) -> &mut [T] {
-        assert!(
-            start <= self.len && len <= self.len - start,
-            "SharedMut out of range"
-        );
-        // SAFETY: in bounds (asserted); exclusivity is the caller's contract.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(start), len) }
     }
 }
 

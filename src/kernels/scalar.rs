@@ -1,13 +1,13 @@
 //! Portable scalar W4A8 kernel on the packed layout (`w4a8-scalar`): the fallback on every
 //! target and the "scalar twin" that mirrors the SIMD kernels' arithmetic exactly — integer
 //! D per (column, group), then the f32 epilogue `acc += (D − z·A)·(s_w·s_a)` with fused
-//! multiply-adds. It runs through the same threaded driver as the SIMD kernels.
+//! multiply-adds. It runs through the same work splitter (`panel_split`) as the SIMD kernels.
 
 use std::ops::Range;
 
 use super::acts::QuantActs;
-use super::driver::w4a8_panels;
 use super::pack::{CODES_BYTES, PANEL, PackedW4, record_scale, record_zero};
+use super::panel_split::w4a8_panels;
 use super::pool::ThreadPool;
 use super::registry::{KernelFn, Phase, Variant};
 use super::weights::GROUP;
@@ -28,7 +28,7 @@ unsafe fn w4a8_scalar(pool: &ThreadPool, w: &PackedW4, a: &QuantActs, out: &mut 
     w4a8_panels(pool, w, a, out, &panel);
 }
 
-/// The scalar panel microkernel (see `driver::PanelKernel`).
+/// The scalar panel microkernel (see `panel_split::PanelKernel`).
 pub fn panel(
     w: &PackedW4,
     a: &QuantActs,

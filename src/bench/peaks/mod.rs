@@ -23,12 +23,13 @@ pub struct Loop {
 }
 
 /// The units measured, best first.
-pub const UNITS: [Unit; 7] = [
+pub const UNITS: [Unit; 8] = [
     Unit::AmxInt8,
     Unit::AmxBf16,
     Unit::Avx512Vnni,
     Unit::AvxVnni,
     Unit::Avx2Int8,
+    Unit::Avx512Bf16,
     Unit::Avx512Fma,
     Unit::Avx2Fma,
 ];

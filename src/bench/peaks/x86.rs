@@ -1,6 +1,6 @@
-//! x86_64 register-only loops for the compute peaks: FMA (AVX2 and AVX-512), int8
-//! multiply-add (AVX2 `vpmaddubsw`+`vpmaddwd`, AVX-VNNI and AVX-512 VNNI `vpdpbusd`) and
-//! AMX (`TDPBSSD`, `TDPBF16PS`, through `asm!`).
+//! x86_64 register-only loops for the compute peaks: FMA (AVX2 and AVX-512), bf16 dot
+//! products (AVX-512-BF16 `vdpbf16ps`), int8 multiply-add (AVX2 `vpmaddubsw`+`vpmaddwd`,
+//! AVX-VNNI and AVX-512 VNNI `vpdpbusd`) and AMX (`TDPBSSD`, `TDPBF16PS`, through `asm!`).
 //!
 //! Each `#[target_feature]` loop is only reachable through [`loop_for`], which checks the
 //! CPU (and for AMX the OS permission, granted by the kernels) before handing it out.
@@ -38,6 +38,16 @@ pub fn loop_for(unit: Unit, amx: &Result<(), String>) -> Result<Loop, String> {
             Ok(Loop {
                 macs: 24 * 16,
                 run: fma512,
+            })
+        }
+        Unit::Avx512Bf16 => {
+            need(
+                is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bf16"),
+                "AVX-512-BF16",
+            )?;
+            Ok(Loop {
+                macs: 24 * 32,
+                run: dpbf16_512,
             })
         }
         Unit::Avx2Int8 => {
@@ -124,6 +134,33 @@ fn fma512_tf(iters: u64) {
         }
     }
     black_box(acc);
+}
+
+fn dpbf16_512(iters: u64) {
+    // SAFETY: handed out by `loop_for` only after AVX-512F and AVX-512-BF16 were detected.
+    unsafe { dpbf16_512_tf(iters) }
+}
+
+/// `vdpbf16ps zmm`: 16 lanes x 2 bf16 products each, 24 independent accumulators.
+#[target_feature(enable = "avx512f,avx512bf16")]
+fn dpbf16_512_tf(iters: u64) {
+    // 1.0 and -0.5 as bf16 pairs: the sums stay finite however long the loop runs.
+    let a: __m512bh = black_box(bf16_splat(0x3F80_3F80));
+    let b: __m512bh = black_box(bf16_splat(0xBF00_3F00));
+    let mut acc = black_box([_mm512_setzero_ps(); 24]);
+    for _ in 0..iters {
+        for c in acc.iter_mut() {
+            *c = _mm512_dpbf16_ps(*c, a, b);
+        }
+    }
+    black_box(acc);
+}
+
+/// Sixteen copies of the dword `bits` as a bf16 vector.
+#[target_feature(enable = "avx512f")]
+fn bf16_splat(bits: u32) -> __m512bh {
+    // SAFETY: __m512i and __m512bh are both 64 plain bytes.
+    unsafe { std::mem::transmute(_mm512_set1_epi32(bits as i32)) }
 }
 
 fn int8_avx2(iters: u64) {

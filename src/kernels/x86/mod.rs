@@ -20,38 +20,32 @@ use std::sync::OnceLock;
 use super::cpu::Feature;
 use super::registry::Variant;
 
-mod amx;
-mod amx_bf16;
-mod amx_drive;
-#[cfg(test)]
-mod amx_emu_tests;
-mod avx2;
-mod avx512;
-mod bf16_fma;
-mod bf16_gemm;
+pub(crate) mod amx;
+pub(crate) mod bf16;
+mod dpbf16;
 mod lanes;
 pub mod stream;
-pub mod tile;
-mod w4a16_amx;
-#[cfg(test)]
-mod w4a16_bf16_bench;
-mod w4a16_dpbf16;
-mod w4a16_fma;
-mod w4a16_gemm;
+pub(crate) mod w4a16;
+pub(crate) mod w4a8;
+
+pub use amx::tile;
 
 /// The x86 variants, in registry order. Add new x86 variants here (one line each).
 pub static VARIANTS: &[&Variant] = &[
-    &amx::W4A8_AMX,
-    &avx512::W4A8_AVX512VNNI,
-    &avx2::W4A8_AVXVNNI,
-    &avx2::W4A8_AVX2,
-    &w4a16_gemm::GEMM_AMX,
-    &w4a16_gemm::GEMV_AVX512,
-    &w4a16_gemm::GEMV_AVX512BF16,
-    &w4a16_gemm::GEMV_AVX2,
-    &bf16_gemm::GEMM_AMX,
-    &bf16_gemm::GEMV_AVX512,
-    &bf16_gemm::GEMV_AVX2,
+    &amx::w4a8::W4A8_AMX,
+    &w4a8::avx512vnni::W4A8_GEMM_AVX512VNNI,
+    &w4a8::avx512vnni::W4A8_AVX512VNNI,
+    &w4a8::avx2::W4A8_AVXVNNI,
+    &w4a8::avx2::W4A8_AVX2,
+    &w4a16::GEMM_AMX,
+    &w4a16::GEMM_AVX512BF16,
+    &w4a16::GEMV_AVX512,
+    &w4a16::GEMV_AVX512BF16,
+    &w4a16::GEMV_AVX2,
+    &bf16::GEMM_AMX,
+    &bf16::GEMM_AVX512BF16,
+    &bf16::GEMV_AVX512,
+    &bf16::GEMV_AVX2,
 ];
 
 /// Why `f` is unusable here, or `None`.

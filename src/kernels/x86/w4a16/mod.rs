@@ -2,19 +2,20 @@
 //!
 //! | variant | kernel | phases |
 //! |---|---|---|
-//! | `w4a16-gemv-avx512` | f32 FMA, `vpermps` LUT dequant ([`w4a16_fma`](super::w4a16_fma)) | decode, prefill fallback |
-//! | `w4a16-gemv-avx512bf16` | `vdpbf16ps` on LUT'd bf16 codes ([`w4a16_dpbf16`](super::w4a16_dpbf16)) | decode |
+//! | `w4a16-gemv-avx512` | f32 FMA, `vpermps` LUT dequant ([`w4a16_fma`](crate::kernels::x86::w4a16::fma)) | decode, prefill fallback |
+//! | `w4a16-gemv-avx512bf16` | `vdpbf16ps` on LUT'd bf16 codes ([`w4a16_dpbf16`](crate::kernels::x86::w4a16::avx512bf16)) | decode |
+//! | `w4a16-gemm-avx512bf16` | records dequantized once into 16 KB bf16-pair blocks, 6 × 64 `vdpbf16ps` microkernel ([`dpbf16`]) | prefill |
 //! | `w4a16-gemv-avx2` | f32 FMA, shift/and/convert dequant | decode, prefill |
-//! | `w4a16-gemm-amx` | dequantized half-panels × `TDPBF16PS` ([`w4a16_amx`](super::w4a16_amx)) | prefill |
+//! | `w4a16-gemm-amx` | dequantized half-panels × `TDPBF16PS` ([`w4a16_amx`](crate::kernels::x86::amx::w4a16)) | prefill |
 //!
 //! The GEMV-style kernels split work by 64-column panels (split-K over groups when there are
 //! fewer panels than threads) and take up to 4 rows per weight pass; larger M loops over
 //! row blocks of 4. Each entry point is an `unsafe fn` with the registry's `W4A16Fn`
 //! signature: the caller (the registry's `Ready`) has checked CPU support and shapes.
 
-use super::amx_bf16::AmxBf16;
-use super::lanes::{Avx2, Avx512};
-use super::{w4a16_amx, w4a16_dpbf16, w4a16_fma};
+pub(crate) mod avx512bf16;
+pub(crate) mod fma;
+
 use crate::kernels::acts::Bf16Rows;
 use crate::kernels::bf16_act::{ActF32, with_act};
 use crate::kernels::cpu::Feature;
@@ -22,6 +23,12 @@ use crate::kernels::pack::PackedW4;
 use crate::kernels::panel_split::{Tile, run_panels};
 use crate::kernels::pool::ThreadPool;
 use crate::kernels::registry::{KernelFn, Phase, Variant};
+use crate::kernels::x86::amx::bf16_engine::AmxBf16;
+use crate::kernels::x86::amx::w4a16 as w4a16_amx;
+use crate::kernels::x86::dpbf16;
+use crate::kernels::x86::lanes::{Avx2, Avx512};
+use avx512bf16 as w4a16_dpbf16;
+use fma as w4a16_fma;
 
 /// Smallest K split (in groups of 128) worth a separate task.
 const MIN_SPLIT_GROUPS: usize = 2;
@@ -92,6 +99,22 @@ pub unsafe fn gemv_dpbf16(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out:
     });
 }
 
+/// `w4a16-gemm-avx512bf16`: records dequantized to bf16-pair blocks, `vdpbf16ps` GEMM.
+///
+/// # Safety
+///
+/// The CPU runs AVX-512 F/BW/BF16; shapes agree.
+pub unsafe fn gemm_dpbf16(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out: &mut [f32]) {
+    let Some(v) = Avx512::new() else { return };
+    if x.k != w.k() {
+        return;
+    }
+    let src = w4a16_dpbf16::Dequant::new(v, w);
+    // SAFETY: `v` proves the features; the source dequantizes any (panel, group) of `w`;
+    // the registry checked `out.len() == x.m·w.n()`.
+    unsafe { dpbf16::gemm(pool, x, w.n(), w.panels(), &src, out) };
+}
+
 /// `w4a16-gemm-amx`.
 ///
 /// # Safety
@@ -125,7 +148,7 @@ pub unsafe fn gemm_amx(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out: &m
 pub unsafe fn gemm_amx_emulated(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out: &mut [f32]) {
     let Some(v) = Avx2::new() else { return };
     w4a16_amx::gemm(
-        super::amx_bf16::EmulatedTiles,
+        crate::kernels::x86::amx::bf16_engine::EmulatedTiles,
         &|panel, groups, half, dst| {
             // SAFETY: `v` proves AVX2 + FMA.
             unsafe { w4a16_amx::dequant_avx2(v, panel, groups, half, dst) }
@@ -168,6 +191,16 @@ pub static GEMV_AVX512BF16: Variant = Variant {
     requires: AVX512_BF16,
     rank: 25,
     kernel: KernelFn::W4A16(gemv_dpbf16),
+};
+
+/// Registry entry: AVX-512-BF16 prefill GEMM (`vdpbf16ps` on dequantized bf16 blocks).
+pub static GEMM_AVX512BF16: Variant = Variant {
+    name: "w4a16-gemm-avx512bf16",
+    isa: "avx512bf16",
+    phases: &[Phase::Prefill],
+    requires: AVX512_BF16,
+    rank: 35,
+    kernel: KernelFn::W4A16(gemm_dpbf16),
 };
 
 /// Registry entry: AMX-BF16 prefill on dequantized half-panels.

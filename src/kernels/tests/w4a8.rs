@@ -1,44 +1,17 @@
-//! The kernel harness: every registered variant the host can run is checked against the
-//! scalar reference on identical packed inputs (memchr's "every implementation through one
-//! harness", candle's "optimized vs reference on the same quantized data").
-//!
-//! W4A8 is checked against the exact integer identity with a per-element bound of
-//! `1e-5 · Σ_g |s_w·s_a|·(|D| + |z·A|)` (only f32 epilogue rounding may differ). Shapes cross
-//! the row block, panel and group boundaries; data is seeded (seed in every message) plus
-//! extremes. Variants the host cannot run are reported on stderr and skipped.
+//! W4A8 through the harness: every registered W4A8 variant the host can run against the
+//! exact integer identity ([`Expected::w4a8`]). Shapes cross the row block, panel and group
+//! boundaries; data is seeded (seed in every message) plus extremes; registry and
+//! override behaviour.
 
-use std::sync::OnceLock;
-
-use super::acts::{Bf16Rows, QuantActs};
-use super::bf16::Bf16;
-use super::driver::k_slices;
-use super::fidelity::Rng;
-use super::pack::PackedW4;
-use super::pool::ThreadPool;
-use super::registry::{self, KernelPath, Ready};
-use super::weights::{GROUP, QuantWeights};
-
-pub(crate) fn pool(threads: usize) -> &'static ThreadPool {
-    static POOLS: OnceLock<Vec<ThreadPool>> = OnceLock::new();
-    &POOLS.get_or_init(|| {
-        (1..=3)
-            .map(|t| ThreadPool::new(t).expect("spawn test pool"))
-            .collect()
-    })[threads - 1]
-}
-
-/// Every runnable variant of `path`; prints the skipped ones.
-pub(crate) fn runnable(path: KernelPath) -> Vec<Ready> {
-    let mut out = Vec::new();
-    for v in registry::for_path(path) {
-        match v.ready() {
-            Ok(r) => out.push(r),
-            Err(e) => eprintln!("SKIPPED {}: {e}", v.name),
-        }
-    }
-    assert!(!out.is_empty(), "no runnable {} variant", path.name());
-    out
-}
+use super::{pool, runnable};
+use crate::kernels::acts::{Bf16Rows, QuantActs};
+use crate::kernels::bf16::Bf16;
+use crate::kernels::fidelity::Rng;
+use crate::kernels::pack::PackedW4;
+use crate::kernels::panel_split::Grid;
+use crate::kernels::registry::{self, KernelPath, Ready};
+use crate::kernels::verify::Expected;
+use crate::kernels::weights::{GROUP, QuantWeights};
 
 /// How zeros are drawn for random weights.
 #[derive(Clone, Copy, Debug)]
@@ -73,27 +46,6 @@ fn random_acts(m: usize, k: usize, rng: &mut Rng) -> QuantActs {
     QuantActs::quantize(Bf16Rows::new(&x, m, k).expect("shape")).expect("finite")
 }
 
-/// Exact reference and the per-element rounding bound.
-fn reference_with_bound(w: &QuantWeights, a: &QuantActs) -> (Vec<f64>, Vec<f64>) {
-    let want = super::reference::w4a8(w, a);
-    let (m, n, k) = (a.m(), w.n, w.k);
-    let mut bound = vec![0.0f64; m * n];
-    for r in 0..m {
-        for c in 0..n {
-            let mut b = 0.0f64;
-            for g in 0..k / GROUP {
-                let d: i64 = (0..GROUP)
-                    .map(|i| w.codes[c * k + g * GROUP + i] as i64 * a.row(r)[g * GROUP + i] as i64)
-                    .sum();
-                let za = (w.zero(c, g) as f64 * a.sum(r, g) as f64).abs();
-                b += (w.scale(c, g) as f64 * a.scale(r, g) as f64).abs() * (d.abs() as f64 + za);
-            }
-            bound[r * n + c] = 1e-5 * b + 1e-30;
-        }
-    }
-    (want, bound)
-}
-
 fn check_w4a8(
     kern: &Ready,
     threads: usize,
@@ -102,22 +54,16 @@ fn check_w4a8(
     what: &str,
 ) -> Vec<f32> {
     let packed = PackedW4::pack(w);
-    let (want, bound) = reference_with_bound(w, a);
     let mut out = vec![f32::NAN; a.m() * w.n];
     kern.w4a8(pool(threads), &packed, a, &mut out)
         .expect("shapes agree");
-    for (i, (&g, &e)) in out.iter().zip(&want).enumerate() {
-        let err = (g as f64 - e).abs();
-        assert!(
-            err <= bound[i],
-            "{} ({threads} threads) {what} M={} N={} K={}: out[{}][{}] = {g}, want {e} (err {err:.3e} > {:.3e})",
+    if let Err(e) = Expected::w4a8(w, a).check(&out) {
+        panic!(
+            "{} ({threads} threads) {what} M={} N={} K={}: {e}",
             kern.name(),
             a.m(),
             w.n,
-            w.k,
-            i / w.n,
-            i % w.n,
-            bound[i]
+            w.k
         );
     }
     out
@@ -226,7 +172,7 @@ fn w4a8_threads_agree() {
             for t in [2, 3] {
                 let many = check_w4a8(&kern, t, &w, &a, &format!("seed {seed}"));
                 let panels = n.div_ceil(64);
-                if k_slices(panels, k / GROUP, t) == 1 {
+                if Grid::new(panels, k / GROUP, t, 1).splits == 1 {
                     assert_eq!(
                         one,
                         many,
@@ -286,12 +232,12 @@ fn override_forces_or_explains() {
     assert_eq!(forced.name(), "w4a8-scalar");
     assert!(matches!(
         registry::select_with(KernelPath::W4A8, 1, Some("w4a8-nope")),
-        Err(super::error::KernelError::UnknownKernel(_))
+        Err(crate::kernels::error::KernelError::UnknownKernel(_))
     ));
     // Every unavailable variant is refused with the features it lacks.
     for v in registry::for_path(KernelPath::W4A8).filter(|v| !v.is_available()) {
         match registry::select_with(KernelPath::W4A8, 1, Some(v.name)) {
-            Err(super::error::KernelError::Unavailable { missing, .. }) => {
+            Err(crate::kernels::error::KernelError::Unavailable { missing, .. }) => {
                 assert!(!missing.is_empty())
             }
             other => panic!("{}: expected Unavailable, got {other:?}", v.name),

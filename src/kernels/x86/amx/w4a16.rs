@@ -8,17 +8,17 @@
 //! in the worker's scratch, reused across slabs and calls.
 //!
 //! The driver is generic over the tile engine and the dequantizer so the identical code runs
-//! with [`EmulatedTiles`](super::amx_bf16::EmulatedTiles) and the AVX2 dequantizer in tests
+//! with `bf16_engine::EmulatedTiles` and the AVX2 dequantizer in tests
 //! on hosts without AMX.
 
-use super::amx_bf16::{CTile, TileEngine};
-use super::amx_drive::{Slab, TailRows, slab_rows};
-use super::lanes::{Avx512, Lanes16};
 use crate::kernels::acts::Bf16Rows;
 use crate::kernels::buf::carve;
 use crate::kernels::pack::{PackedW4, RECORD_BYTES, SCALE_OFFSET, ZERO_OFFSET};
 use crate::kernels::panel_split::OutSink;
 use crate::kernels::pool::{ThreadPool, split_range};
+use crate::kernels::x86::amx::bf16_engine::{CTile, TileEngine};
+use crate::kernels::x86::amx::drive::{Slab, TailRows, slab_rows};
+use crate::kernels::x86::lanes::{Avx512, Lanes16};
 
 /// Bytes of one dequantized VNNI-2 row (32 columns × 2 bf16).
 const SLAB_ROW: usize = 128;
@@ -75,7 +75,7 @@ pub(crate) fn dequant_avx512(v: Avx512, panel: &[u8], groups: usize, half: usize
 /// AVX2 dequantizer: the same algorithm, used with the emulated tiles in tests.
 #[target_feature(enable = "avx2,fma")]
 pub(crate) fn dequant_avx2(
-    v: super::lanes::Avx2,
+    v: crate::kernels::x86::lanes::Avx2,
     panel: &[u8],
     groups: usize,
     half: usize,

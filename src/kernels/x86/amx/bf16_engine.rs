@@ -21,7 +21,7 @@
 
 use core::arch::asm;
 
-use super::tile;
+use crate::kernels::x86::amx::tile;
 
 /// A 32×32 f32 output tile, 64-byte aligned for `tilestored`.
 #[repr(C, align(64))]

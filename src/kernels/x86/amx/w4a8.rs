@@ -23,11 +23,12 @@ use crate::kernels::acts::QuantActs;
 use crate::kernels::buf::carve;
 use crate::kernels::cpu::Feature;
 use crate::kernels::pack::{PANEL, PackedW4, SCALE_OFFSET, ZERO_OFFSET, record_scale, record_zero};
-use crate::kernels::pool::{SharedMut, ThreadPool, split_range};
+use crate::kernels::panel_split::OutSink;
+use crate::kernels::pool::{ThreadPool, split_range};
 use crate::kernels::registry::{KernelFn, Phase, Variant};
 use crate::kernels::weights::GROUP;
 
-use super::tile;
+use crate::kernels::x86::amx::tile;
 
 /// AMX-INT8 W4A8 prefill.
 pub static W4A8_AMX: Variant = Variant {
@@ -210,8 +211,11 @@ impl Tiles for Amx {
 fn epilogue_avx512(c: &[i32; 4 * 256], ctx: &EpilogueCtx<'_>, acc: &mut [f32]) {
     for jj in 0..2 {
         let col = ctx.col0 + 16 * jj;
-        let sw = super::avx512::bf16x16(&ctx.rec[SCALE_OFFSET + 2 * col..][..32]);
-        let z = super::avx512::bf16x16(&ctx.rec[ZERO_OFFSET + 2 * col..][..32]);
+        let sw = crate::kernels::x86::w4a8::avx512vnni::bf16x16(
+            &ctx.rec[SCALE_OFFSET + 2 * col..][..32],
+        );
+        let z =
+            crate::kernels::x86::w4a8::avx512vnni::bf16x16(&ctx.rec[ZERO_OFFSET + 2 * col..][..32]);
         for r in 0..ctx.rows {
             let (rb, rr) = (r / 16, r % 16);
             let src = &c[(2 * rb + jj) * 256 + rr * 16..][..16];
@@ -328,7 +332,9 @@ pub(super) fn w4a8_tiles<T: Tiles>(
     let halves = n.div_ceil(HALF);
     let chunks = m.div_ceil(M_CHUNK);
     let units = halves * chunks;
-    let out = SharedMut::new(out);
+    let Some(out) = OutSink::new(out, m, n) else {
+        return;
+    };
     let codes = a.codes();
     assert!(codes.len() >= a.m_padded() * k && a.m_padded().is_multiple_of(16));
     pool.run(|wk| {
@@ -379,13 +385,9 @@ pub(super) fn w4a8_tiles<T: Tiles>(
                 }
             }
             let c0 = p * PANEL + h * HALF;
-            let cols = HALF.min(n - c0);
-            for r in 0..rows {
-                // SAFETY: each (half-panel, M-chunk) unit, hence each (row, column) range,
-                // belongs to exactly one thread.
-                let dst = unsafe { out.slice((m0 + r) * n + c0, cols) };
-                dst.copy_from_slice(&acc[r * HALF..][..cols]);
-            }
+            // SAFETY: each (half-panel, M-chunk) unit, hence each (row, column) range,
+            // belongs to exactly one thread; `acc` holds `rows` rows of HALF values.
+            unsafe { out.write_tile(m0, rows, c0, HALF, acc, HALF) };
         }
         tiles.end();
     });
@@ -421,7 +423,7 @@ mod tests {
     use crate::kernels::acts::Bf16Rows;
     use crate::kernels::bf16::Bf16;
     use crate::kernels::fidelity::Rng;
-    use crate::kernels::reference;
+    use crate::kernels::verify::Expected;
 
     fn case(m: usize, n: usize, k: usize, seed: u64, threads: usize) {
         let w = PackedW4::random(n, k, seed).unwrap();
@@ -430,15 +432,13 @@ mod tests {
             .map(|_| Bf16::from_f32(rng.normal() as f32))
             .collect();
         let a = QuantActs::quantize(Bf16Rows::new(&x, m, k).unwrap()).unwrap();
-        let want = reference::w4a8(&w.unpack(), &a);
+        let want = Expected::w4a8(&w.unpack(), &a);
         let pool = ThreadPool::new(threads).unwrap();
         let mut got = vec![f32::NAN; m * n];
         w4a8_tiles(&pool, &w, &a, &mut got, &Emulated);
-        let err = reference::rel_error(&got, &want);
-        assert!(
-            err < 1e-5,
-            "emulated AMX driver M={m} N={n} K={k} seed {seed}: rel error {err:.2e}"
-        );
+        if let Err(e) = want.check(&got) {
+            panic!("emulated AMX driver M={m} N={n} K={k} seed {seed}: {e}");
+        }
         match crate::kernels::registry::by_name("w4a8-amx")
             .unwrap()
             .ready()
@@ -446,11 +446,9 @@ mod tests {
             Ok(amx) => {
                 let mut hw = vec![f32::NAN; m * n];
                 amx.w4a8(&pool, &w, &a, &mut hw).unwrap();
-                let err = reference::rel_error(&hw, &want);
-                assert!(
-                    err < 1e-5,
-                    "w4a8-amx M={m} N={n} K={k} seed {seed}: rel error {err:.2e}"
-                );
+                if let Err(e) = want.check(&hw) {
+                    panic!("w4a8-amx M={m} N={n} K={k} seed {seed}: {e}");
+                }
             }
             Err(e) => eprintln!("SKIPPED w4a8-amx hardware check (M={m}): {e}"),
         }

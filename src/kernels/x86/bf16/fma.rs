@@ -2,15 +2,15 @@
 //! (kernels.md §4.6, the non-AMX paths).
 //!
 //! A packed panel ([`PackedBf16`](crate::kernels::pack::PackedBf16)) is K/2 rows of 256
-//! bytes; row r holds, for each of 64 columns, the bf16 pair (w[2r], w[2r+1]). One 64-byte
+//! bytes; row r holds, for each of 64 columns, the bf16 pair `(w[2r], w[2r+1])`. One 64-byte
 //! load covers 16 columns × 2 k: `x << 16` is the even k as f32, `x & 0xFFFF0000` the odd
 //! one, so each load feeds 2·MR FMAs with no other conversion. Decode (MR = 1) streams the
 //! panel once; the non-AMX prefill runs row blocks of 4 against the same panel (register
 //! blocking 4 rows × 64 columns on AVX-512, 4 × 16 on AVX2), re-reading it from L2.
 
-use super::lanes::{Avx2, Avx512, Lanes16};
 use crate::kernels::bf16_act::ActF32;
 use crate::kernels::panel_split::{MR_MAX, Tile};
+use crate::kernels::x86::lanes::{Avx2, Avx512, Lanes16};
 
 /// Bytes of one packed row (64 columns × 2 bf16).
 pub(crate) const ROW_BYTES: usize = 256;

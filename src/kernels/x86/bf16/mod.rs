@@ -2,7 +2,8 @@
 //!
 //! | variant | kernel | phases |
 //! |---|---|---|
-//! | `bf16-gemv-avx512` | f32 FMA over VNNI-2 rows ([`bf16_fma`](super::bf16_fma)), 4 × 64 register block | decode, prefill fallback |
+//! | `bf16-gemv-avx512` | f32 FMA over VNNI-2 rows ([`fma`]), 4 × 64 register block | decode, prefill fallback |
+//! | `bf16-gemm-avx512bf16` | 6 × 64 `vdpbf16ps` microkernel on the packed panel in place ([`avx512bf16`], `x86/dpbf16.rs`) | prefill |
 //! | `bf16-gemv-avx2` | the same on ymm pairs | decode, prefill |
 //! | `bf16-gemm-amx` | `TDPBF16PS` straight from the packed rows (no repack: a panel row is a B-tile row) | prefill |
 //!
@@ -10,10 +11,9 @@
 //! variants, 32-column half-panels for AMX. Entry points have the registry's `Bf16Fn`
 //! signature; the registry's `Ready` checked CPU support and shapes.
 
-use super::amx_bf16::{AmxBf16, CTile, TileEngine};
-use super::amx_drive::{Slab, TailRows, slab_rows};
-use super::bf16_fma::{self, ROW_BYTES};
-use super::lanes::{Avx2, Avx512};
+pub(crate) mod avx512bf16;
+pub(crate) mod fma;
+
 use crate::kernels::acts::Bf16Rows;
 use crate::kernels::bf16_act::{ActF32, with_act};
 use crate::kernels::buf::carve;
@@ -22,6 +22,10 @@ use crate::kernels::pack::PackedBf16;
 use crate::kernels::panel_split::{OutSink, PANEL, Tile, run_panels};
 use crate::kernels::pool::{ThreadPool, split_range};
 use crate::kernels::registry::{KernelFn, Phase, Variant};
+use crate::kernels::x86::amx::bf16_engine::{AmxBf16, CTile, TileEngine};
+use crate::kernels::x86::amx::drive::{Slab, TailRows, slab_rows};
+use crate::kernels::x86::lanes::{Avx2, Avx512};
+use fma::{self as bf16_fma, ROW_BYTES};
 
 /// Smallest K split (in k-pairs) worth a separate task.
 const MIN_SPLIT_PAIRS: usize = 128;
@@ -149,7 +153,13 @@ pub unsafe fn gemm_amx_emulated(
     x: Bf16Rows<'_>,
     out: &mut [f32],
 ) {
-    run_amx(super::amx_bf16::EmulatedTiles, pool, w, x, out);
+    run_amx(
+        crate::kernels::x86::amx::bf16_engine::EmulatedTiles,
+        pool,
+        w,
+        x,
+        out,
+    );
 }
 
 /// Registry entry: AVX2 FMA GEMV (and the non-AVX-512 prefill).
@@ -170,6 +180,16 @@ pub static GEMV_AVX512: Variant = Variant {
     requires: &[Feature::Avx512f, Feature::Avx512bw, Feature::Avx512bf16],
     rank: 30,
     kernel: KernelFn::Bf16(gemv_avx512),
+};
+
+/// Registry entry: AVX-512-BF16 prefill GEMM (`vdpbf16ps` on the packed panel in place).
+pub static GEMM_AVX512BF16: Variant = Variant {
+    name: "bf16-gemm-avx512bf16",
+    isa: "avx512bf16",
+    phases: &[Phase::Prefill],
+    requires: &[Feature::Avx512f, Feature::Avx512bw, Feature::Avx512bf16],
+    rank: 35,
+    kernel: KernelFn::Bf16(avx512bf16::gemm),
 };
 
 /// Registry entry: AMX-BF16 prefill on the packed rows.

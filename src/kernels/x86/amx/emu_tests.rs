@@ -1,12 +1,12 @@
 //! The AMX-BF16 drivers (W4A16 and bf16 prefill) with emulated tiles, through the shared
-//! W4A16/bf16 harness (`kernels::tests_w4a16`). On hosts without AMX this is what tests the
+//! W4A16/bf16 harness (`kernels::tests::float`). On hosts without AMX this is what tests the
 //! slab dequantization, VNNI-2 addressing, tile strides, M tails and output clipping; only
 //! the tile instructions themselves (one `asm!` block) are left to AMX hosts, where the
 //! registered `*-gemm-amx` variants run through the same harness.
 
-use super::lanes::Avx2;
-use super::{bf16_gemm, w4a16_gemm};
-use crate::kernels::tests_w4a16::{B16Entry, Data, MS, W4Entry, bf16_case, w4a16_case};
+use crate::kernels::tests::float::{B16Entry, Data, MS, W4Entry, bf16_case, w4a16_case};
+use crate::kernels::x86::lanes::Avx2;
+use crate::kernels::x86::{bf16 as bf16_gemm, w4a16 as w4a16_gemm};
 
 fn w4_entries() -> Vec<W4Entry> {
     if Avx2::new().is_none() {
@@ -17,7 +17,6 @@ fn w4_entries() -> Vec<W4Entry> {
         "w4a16-gemm-amx(emulated tiles)".to_string(),
         // SAFETY: AVX2 + FMA checked above; the harness passes agreeing shapes.
         Box::new(|p, w, x, o| unsafe { w4a16_gemm::gemm_amx_emulated(p, w, x, o) }),
-        true,
     )]
 }
 

@@ -1,30 +1,17 @@
-//! Tests of every W4A16 and bf16 x86 variant against the scalar references
-//! (`kernels::reference`) on identical packed inputs: edge shapes around the 4-row, 16/32-row
-//! and 64-column blocks, seeded random data and extremes, 1 vs 2 threads, split-K.
-//!
-//! Tolerances are derived per output from the magnitudes involved, not picked per test:
-//! - f32-accumulating paths (FMA, `vdpbf16ps`): `2⁻¹⁴ · Σ_g |s|·(Σ q·|a| + |z|·Σ|a|)` for
-//!   W4A16 (the fold's two terms, which is what f32 rounding acts on) and `2⁻¹² · Σ|w·a|`
-//!   for bf16 (exact products, long sums);
-//! - AMX W4A16 adds the rounding of each dequantized weight to bf16. Each rounding error is
-//!   at most `2⁻⁹·|w|` and they are independent, so their sum stays within a few standard
-//!   deviations of `2⁻⁹·√Σ(w·a)²`; the bound used is `2⁻⁶ · √Σ(w·a)²` (8σ-ish), much
-//!   tighter than the worst case `2⁻⁸ · Σ|w·a|` and deterministic for the fixed seeds;
-//! - plus `1e-30` absolute for flushed denormals.
-//!
-//! An indexing or layout bug moves an output by about `Σ|w·a| / √K`, far above these bounds
-//! even at K = 6144. Every registered variant goes through [`w4a16_case`] / [`bf16_case`];
-//! variants the host cannot run are skipped with a line on stderr. `x86/amx_emu_tests.rs`
-//! feeds the AMX drivers with emulated tiles through the same harness.
+//! W4A16 and bf16 through the harness: every registered variant the host can run (plus the
+//! AMX drivers with emulated tiles, from `x86/amx_emu_tests.rs`) against the scalar
+//! references with the per-path tolerances of [`Expected`]: edge shapes around the 4-row,
+//! 16/32-row and 64-column blocks, seeded random data and extremes, 1, 2 and 3 threads
+//! (bit-identical without split-K), split-K.
 
-use super::acts::Bf16Rows;
-use super::bf16::Bf16;
-use super::pack::{PackedBf16, PackedW4};
-use super::pool::ThreadPool;
-use super::reference;
-use super::registry::KernelPath;
-use super::tests::{pool, runnable};
-use super::weights::{GROUP, QuantWeights};
+use super::{pool, runnable};
+use crate::kernels::acts::Bf16Rows;
+use crate::kernels::bf16::Bf16;
+use crate::kernels::pack::{PackedBf16, PackedW4};
+use crate::kernels::pool::ThreadPool;
+use crate::kernels::registry::KernelPath;
+use crate::kernels::verify::Expected;
+use crate::kernels::weights::{GROUP, QuantWeights};
 
 /// splitmix64: tiny, seeded, reproducible.
 struct Rng(u64);
@@ -104,41 +91,9 @@ fn activations(m: usize, k: usize, data: Data, rng: &mut Rng) -> Vec<Bf16> {
         .collect()
 }
 
-/// Per-output tolerance bounds for W4A16: (fold magnitude, √Σ(w·a)²).
-#[allow(clippy::needless_range_loop)]
-fn w4a16_mags(w: &QuantWeights, x: &[Bf16], m: usize) -> Vec<(f64, f64)> {
-    let k = w.k;
-    let mut out = Vec::with_capacity(m * w.n);
-    for r in 0..m {
-        let row = &x[r * k..(r + 1) * k];
-        for n in 0..w.n {
-            let (mut fold, mut sq) = (0.0f64, 0.0f64);
-            for g in 0..k / GROUP {
-                let (s, z) = (w.scale(n, g) as f64, w.zero(n, g) as f64);
-                let (mut qa, mut sa) = (0.0f64, 0.0f64);
-                for i in g * GROUP..(g + 1) * GROUP {
-                    let a = row[i].to_f32().abs() as f64;
-                    let q = w.codes[n * k + i] as f64;
-                    qa += q * a;
-                    sa += a;
-                    sq += ((q - z) * s * a).powi(2);
-                }
-                fold += s.abs() * (qa + z.abs() * sa);
-            }
-            out.push((fold, sq.sqrt()));
-        }
-    }
-    out
-}
-
-fn check(name: &str, case: &str, got: &[f32], want: &[f64], tol: &[f64]) {
-    assert_eq!(got.len(), want.len(), "{name} {case}: output length");
-    for (i, ((&g, &w), &t)) in got.iter().zip(want).zip(tol).enumerate() {
-        let err = (g as f64 - w).abs();
-        assert!(
-            err <= t,
-            "{name} {case}: output {i} = {g}, reference {w}, |err| {err:e} > tol {t:e}"
-        );
+fn check(name: &str, case: &str, got: &[f32], expected: &Expected) {
+    if let Err(e) = expected.check(got) {
+        panic!("{name} {case}: {e}");
     }
 }
 
@@ -146,8 +101,8 @@ fn check(name: &str, case: &str, got: &[f32], want: &[f64], tol: &[f64]) {
 pub(crate) type W4Call = Box<dyn Fn(&ThreadPool, &PackedW4, Bf16Rows<'_>, &mut [f32])>;
 /// A boxed bf16 entry point.
 pub(crate) type B16Call = Box<dyn Fn(&ThreadPool, &PackedBf16, Bf16Rows<'_>, &mut [f32])>;
-/// A W4A16 kernel under test: name, entry, and whether it rounds weights to bf16 (AMX).
-pub(crate) type W4Entry = (String, W4Call, bool);
+/// A W4A16 kernel under test: name and entry.
+pub(crate) type W4Entry = (String, W4Call);
 /// A bf16 kernel under test.
 pub(crate) type B16Entry = (String, B16Call);
 
@@ -157,9 +112,8 @@ fn w4a16_registered() -> Vec<W4Entry> {
         .into_iter()
         .map(|r| {
             let name = r.name().to_string();
-            let amx = r.variant().isa == "amx";
             let f: W4Call = Box::new(move |p, w, x, o| r.w4a16(p, w, x, o).expect("shapes agree"));
-            (name, f, amx)
+            (name, f)
         })
         .collect()
 }
@@ -191,18 +145,10 @@ pub(crate) fn w4a16_case(
     let x = activations(m, k, data, &mut rng);
     let rows = Bf16Rows::new(&x, m, k).expect("valid rows");
     let packed = PackedW4::pack(&w);
-    let want = reference::w4a16(&w, rows);
-    let mags = w4a16_mags(&w, &x, m);
+    let expected = Expected::w4a16(&w, rows);
     let case = format!("m={m} n={n} k={k} {data:?} seed={seed}");
     let mut ran = 0;
-    for (name, f, bf16_w) in entries {
-        let tol: Vec<f64> = mags
-            .iter()
-            .map(|&(fold, rms)| {
-                let t = 2f64.powi(-14) * fold + 1e-30;
-                if *bf16_w { t + 2f64.powi(-6) * rms } else { t }
-            })
-            .collect();
+    for (name, f) in entries {
         let mut outs = Vec::new();
         for pool in pools {
             let mut out = vec![f32::NAN; m * n];
@@ -211,8 +157,7 @@ pub(crate) fn w4a16_case(
                 name,
                 &format!("{case} threads={}", pool.threads()),
                 &out,
-                &want,
-                &tol,
+                &expected,
             );
             outs.push(out);
         }
@@ -253,16 +198,7 @@ pub(crate) fn bf16_case(
     let x = activations(m, k, data, &mut rng);
     let rows = Bf16Rows::new(&x, m, k).expect("valid rows");
     let packed = PackedBf16::pack(&w, n, k);
-    let want = reference::bf16(&w, n, rows);
-    let tol: Vec<f64> = (0..m * n)
-        .map(|i| {
-            let (r, c) = (i / n, i % n);
-            let abs: f64 = (0..k)
-                .map(|j| (w[c * k + j].to_f32() as f64 * x[r * k + j].to_f32() as f64).abs())
-                .sum();
-            2f64.powi(-12) * abs + 1e-30
-        })
-        .collect();
+    let expected = Expected::bf16(&w, n, rows);
     let case = format!("m={m} n={n} k={k} {data:?} seed={seed}");
     let mut ran = 0;
     for (name, f) in entries {
@@ -274,8 +210,7 @@ pub(crate) fn bf16_case(
                 name,
                 &format!("{case} threads={}", pool.threads()),
                 &out,
-                &want,
-                &tol,
+                &expected,
             );
             outs.push(out);
         }
@@ -368,7 +303,7 @@ fn bf16_large_k_extremes_and_split_k() {
 
 #[test]
 fn registered_variants_match_their_entry_points() {
-    use super::registry;
+    use crate::kernels::registry;
     // The portable fallbacks exist on every target; the SIMD variants only where their
     // instructions can be compiled (x86_64 here; aarch64 serves W4A16/bf16 with scalar).
     let (w4a16, bf16): (&[&str], &[&str]) = if cfg!(target_arch = "x86_64") {

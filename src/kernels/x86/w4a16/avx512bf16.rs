@@ -1,5 +1,8 @@
-//! W4A16 GEMV / small-M GEMM with `vdpbf16ps` (kernels.md §4.5, the SGLang-style variant).
+//! W4A16 with `vdpbf16ps` (kernels.md §4.5): the decode GEMV (SGLang-style, exact codes,
+//! per-group fold) and the prefill GEMM's weight preparation ([`Dequant`], for
+//! `x86/dpbf16.rs`).
 //!
+//! **GEMV** (`w4a16-gemv-avx512bf16`).
 //! Per 64-byte chunk (16 columns × 8 k of one octet): one `vpsrlw` gives the high nibbles;
 //! for each of the 4 k-pairs a `vpshufb` gathers the two code bytes of every column into
 //! the low bytes of a word pair, and a `vpermw` on a 32-word table maps each code to its
@@ -11,12 +14,18 @@
 //!
 //! `vdpbf16ps` treats denormal inputs as zero (pitfall 7), and so does Σa (computed from
 //! flushed activations in [`ActF32`]). Needs AVX-512 F, BW and BF16; there is no AVX2 form.
+//!
+//! **GEMM** (`w4a16-gemm-avx512bf16`): each record is dequantized once per M chunk into a
+//! 16 KB block of bf16 pairs, `(q − z)·s` rounded to bf16 as the AMX kernel does, so the
+//! inner loop is the plain bf16 microkernel with no per-group epilogue.
 
 use core::arch::x86_64::*;
 
 use crate::kernels::bf16_act::ActF32;
-use crate::kernels::pack::{RECORD_BYTES, SCALE_OFFSET, ZERO_OFFSET};
+use crate::kernels::pack::{PackedW4, RECORD_BYTES, SCALE_OFFSET, ZERO_OFFSET};
 use crate::kernels::panel_split::{MR_MAX, Tile};
+use crate::kernels::x86::dpbf16::{Block, BlockSource, ROW_BYTES};
+use crate::kernels::x86::lanes::{Avx512, Lanes16};
 
 /// Proof of AVX-512 F/BW/BF16 plus the two constant vectors of the kernel.
 #[derive(Clone, Copy)]
@@ -176,4 +185,52 @@ pub(crate) fn block(
         }
     }
     true
+}
+
+/// The W4A16 prefill GEMM's block source: each (panel, group) record dequantized once into
+/// a bf16-pair block, `w = q·s − z·s` in f32 (one FMA) rounded to bf16 nearest-even
+/// (`vcvtne2ps2bf16`), the weights the AMX-BF16 kernel multiplies up to an f32 ulp.
+pub(crate) struct Dequant<'a> {
+    v: Avx512,
+    w: &'a PackedW4,
+}
+
+impl<'a> Dequant<'a> {
+    pub(crate) fn new(v: Avx512, w: &'a PackedW4) -> Self {
+        Dequant { v, w }
+    }
+}
+
+impl BlockSource for Dequant<'_> {
+    fn block(&self, panel: usize, group: usize, scratch: &mut Block) -> *const u8 {
+        // SAFETY: `self.v` proves AVX-512 F/BW/BF16.
+        unsafe { dequant_record(self.v, self.w.record(panel, group), scratch) };
+        scratch.0.as_ptr()
+    }
+}
+
+/// One P64·G128 record → 64 pair rows of 256 bytes (row `4o + u` holds k = 8o+2u, 8o+2u+1).
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+fn dequant_record(v: Avx512, rec: &[u8], dst: &mut Block) {
+    assert!(rec.len() >= RECORD_BYTES);
+    let (src, out) = (rec.as_ptr(), dst.0.as_mut_ptr());
+    // SAFETY: reads stay inside the record (asserted), writes inside the 16 KB block
+    // (row 4o + u < 64, 64 bytes at column block j < 4); the features are enabled here.
+    unsafe {
+        for j in 0..4 {
+            let s = v.load_bf16(src.add(SCALE_OFFSET + 32 * j).cast());
+            let z = v.load_bf16(src.add(ZERO_OFFSET + 32 * j).cast());
+            // q·s − z·s in one rounding (z·s rounded once per column): within an f32 ulp
+            // of (q − z)·s, far below the bf16 rounding that follows.
+            let neg_zs = v.sub(v.zero(), v.mul(z, s));
+            for o in 0..16 {
+                let x = v.prep(v.load_i(src.add(o * 256 + j * 64)));
+                for u in 0..4 {
+                    let w0 = v.fma(v.code(x, 2 * u), s, neg_zs);
+                    let w1 = v.fma(v.code(x, 2 * u + 1), s, neg_zs);
+                    v.store_bf16_pairs(out.add((4 * o + u) * ROW_BYTES + 64 * j), w0, w1);
+                }
+            }
+        }
+    }
 }

@@ -6,9 +6,9 @@
 //! than 32 rows reads from a zero-padded copy prepared once per worker ([`TailRows`]),
 //! never by changing the tile configuration (kernels.md §4.3, ggml's zero-padded A).
 
-use super::amx_bf16::{BlockArgs, CTile, TileEngine};
 use crate::kernels::acts::Bf16Rows;
 use crate::kernels::panel_split::OutSink;
+use crate::kernels::x86::amx::bf16_engine::{BlockArgs, CTile, TileEngine};
 
 /// The rows of the last, partial 32-row block, zero-padded to 32 rows.
 pub(crate) struct TailRows<'a> {

@@ -15,8 +15,8 @@ use std::ops::Range;
 
 use crate::kernels::acts::QuantActs;
 use crate::kernels::cpu::Feature;
-use crate::kernels::driver::w4a8_panels;
 use crate::kernels::pack::{PANEL, PackedW4, RECORD_BYTES, SCALE_OFFSET, ZERO_OFFSET};
+use crate::kernels::panel_split::w4a8_panels;
 use crate::kernels::pool::ThreadPool;
 use crate::kernels::registry::{KernelFn, Phase, Variant};
 use crate::kernels::weights::GROUP;
@@ -76,7 +76,7 @@ fn panel_vnni(
     panel::<true>(w, a, p, groups, rows, acc)
 }
 
-/// One panel over `groups` for `rows` (see `driver::PanelKernel`). `VNNI` selects the
+/// One panel over `groups` for `rows` (see `panel_split::PanelKernel`). `VNNI` selects the
 /// `vpdpbusd` inner product (only reached from `panel_vnni`, which enables AVX-VNNI).
 #[target_feature(enable = "avx2,fma")]
 #[inline]

@@ -11,10 +11,10 @@
 //! non-AMX prefill (row blocks of 4, the panel re-read from L1/L2 per block).
 //! Activations arrive as [`ActF32`] (denormals already flushed, Σa per group).
 
-use super::lanes::{Avx2, Avx512, Lanes16};
 use crate::kernels::bf16_act::ActF32;
 use crate::kernels::pack::{RECORD_BYTES, SCALE_OFFSET, ZERO_OFFSET};
 use crate::kernels::panel_split::{MR_MAX, Tile};
+use crate::kernels::x86::lanes::{Avx2, Avx512, Lanes16};
 
 /// Bytes of codes per octet (8 k) of a record: 4 sub-blocks × 64 B.
 const OCTET_BYTES: usize = 256;
