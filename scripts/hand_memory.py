@@ -10,6 +10,7 @@ D = {  # transformers class defaults (same table as docs/memory.md)
  "qwen2": dict(tie=False), "qwen2_moe": dict(tie=False), "qwen3": dict(tie=False), "qwen3_moe": dict(tie=False),
  "gemma": dict(tie=True), "gemma2": dict(tie=True), "gemma3_text": dict(tie=True, pattern=6),
  "phi3": dict(tie=False), "starcoder2": dict(tie=True),
+ "deepseek_v2": dict(tie=False),  # not in edgeplan's table: read as it stands, untied
 }
 def shape(cfg):
     if "text_config" in cfg:
@@ -33,30 +34,40 @@ def shape(cfg):
     if "s" not in kinds: sw = None
     gated = mt != "starcoder2"
     attn = 2*nq*hd*h + 2*nkv*hd*h
+    if "kv_lora_rank" in cfg:  # latent attention: q, kv_a, kv_b, o; the cache holds the latent
+        r, nope, rope, v = cfg["kv_lora_rank"], cfg["qk_nope_head_dim"], cfg["qk_rope_head_dim"], cfg["v_head_dim"]
+        q = h*nq*(nope+rope) if not cfg.get("q_lora_rank") else h*cfg["q_lora_rank"] + cfg["q_lora_rank"]*nq*(nope+rope)
+        attn = q + h*(r+rope) + r*nq*(nope+v) + nq*v*h
+        kv_per = (r+rope)*2
+    else:
+        kv_per = 2*nkv*hd*2
     mlp = lambda w: (3 if gated else 2) * w * h
-    E = cfg.get("num_experts") or cfg.get("num_local_experts") or 0
+    E = cfg.get("num_experts") or cfg.get("num_local_experts") or cfg.get("n_routed_experts") or 0
     if E > 1:
-        k = cfg["num_experts_per_tok"]; ei = cfg.get("moe_intermediate_size", i); si = cfg.get("shared_expert_intermediate_size", 0)
+        k = cfg["num_experts_per_tok"]; ei = cfg.get("moe_intermediate_size", i)
+        gate = "shared_expert_intermediate_size" in cfg
+        si = cfg["shared_expert_intermediate_size"] if gate else cfg.get("n_shared_experts", 0)*ei
         step = cfg.get("decoder_sparse_step", 1); only = cfg.get("mlp_only_layers", [])
-        S = sum(1 for j in range(L) if j not in only and (j+1) % step == 0)
+        freq = cfg.get("moe_layer_freq", 1); first = cfg.get("first_k_dense_replace", 0)
+        S = sum(1 for j in range(L) if j not in only and (j+1) % step == 0 and j % freq == 0 and j >= first)
         shared = mlp(si) if si else 0
         lin = attn*L + mlp(i)*(L-S) + (E*mlp(ei) + shared)*S
-        router = (E*h + (h if si else 0))*S
+        router = (E*h + (h if gate and si else 0))*S
         active = attn*L + mlp(i)*(L-S) + (k*mlp(ei)+shared)*S + router + V*h
     else:
         lin = (attn + mlp(i))*L; router = 0; active = None
-    return dict(h=h, L=L, V=V, tie=tie, nkv=nkv, hd=hd, kinds=kinds, sw=sw, lin=lin, router=router, active=active,
-                limit=cfg.get("max_position_embeddings"))
+    return dict(h=h, L=L, V=V, tie=tie, kv_per=kv_per, kinds=kinds, sw=sw, lin=lin, router=router, active=active,
+                limit=cfg.get("max_position_embeddings"))  # yarn: 4096 x 40 = 163,840, the same here
 def weights(s, bits):
     q = lambda p: math.ceil(p*bits/8)
     emb = s["V"]*s["h"]*2; norms = (2*s["L"]+1)*s["h"]*2
     head = q(s["V"]*s["h"]) if bits < 16 else (0 if s["tie"] else s["V"]*s["h"]*2)
     return q(s["lin"]) + emb + head + norms + s["router"]*2
 def kv(s, N):
-    per = 2*s["nkv"]*s["hd"]*2
+    per = s["kv_per"]
     return sum(per*(N if k == "f" else min(N, s["sw"])) for k in s["kinds"])
 def engine(s, N, B, T):
-    per = 2*s["nkv"]*s["hd"]*2
+    per = s["kv_per"]
     F = s["kinds"].count("f"); S = s["kinds"].count("s")
     kinds = []
     if F: kinds.append((F, -(-N//B)*B))

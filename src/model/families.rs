@@ -230,18 +230,6 @@ pub const FAMILIES: &[Family] = &[
     },
 ];
 
-/// Families edgeplan recognises but refuses, with the reason (one line each).
-pub const REFUSED: &[(&str, &str)] = &[
-    (
-        "deepseek_v2",
-        "multi-head latent attention (kv_lora_rank) caches a compressed latent, not per-head K and V; its KV cache is not modelled",
-    ),
-    (
-        "deepseek_v3",
-        "multi-head latent attention (kv_lora_rank) caches a compressed latent, not per-head K and V; its KV cache is not modelled",
-    ),
-];
-
 /// The family row for a `model_type`.
 pub fn family(model_type: &str) -> Option<&'static Family> {
     FAMILIES.iter().find(|f| f.model_type == model_type)

@@ -4,8 +4,8 @@
 //! that decide the linear layers and the KV cache are read (`hidden_size`,
 //! `intermediate_size`, `num_hidden_layers`, `num_attention_heads`,
 //! `num_key_value_heads`, `head_dim`, `vocab_size`, `tie_word_embeddings`, the layer
-//! kinds, `max_position_embeddings` with `rope_scaling`, and the mixture-of-experts
-//! keys), each one from the config when it is there and else from the family's
+//! kinds, `max_position_embeddings` with `rope_scaling`, the mixture-of-experts keys and
+//! DeepSeek's latent-attention ranks), each one from the config when it is there and else from the family's
 //! transformers default (`families.rs`), as transformers itself does. Multimodal configs
 //! are read through their `text_config`. Which layers slide follows the family's own
 //! rule when the config has no `layer_types`. A malformed field is exit 65 naming it; a
@@ -49,6 +49,20 @@ pub struct Moe {
     pub shared_expert_intermediate_size: u64,
     /// Layers with experts; the others have a dense MLP of `intermediate_size`.
     pub sparse_layers: u64,
+    /// Whether the shared expert has its own one-output gate (Qwen-MoE).
+    pub shared_expert_gate: bool,
+}
+
+/// Multi-head latent attention (DeepSeek-V2/V3): K and V are cached as one compressed
+/// latent per token and layer.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Mla {
+    pub kv_lora_rank: u64,
+    /// `None` when queries are projected directly (DeepSeek-V2-Lite).
+    pub q_lora_rank: Option<u64>,
+    pub qk_nope_head_dim: u64,
+    pub qk_rope_head_dim: u64,
+    pub v_head_dim: u64,
 }
 
 /// The longest context the model is built for, and how it was derived.
@@ -80,6 +94,11 @@ pub struct ModelShape {
     pub sliding_window: Option<u64>,
     /// `None` for a dense model.
     pub moe: Option<Moe>,
+    /// `None` unless the attention is multi-head latent attention (`kv_lora_rank`).
+    pub mla: Option<Mla>,
+    /// True when the shape came from a multimodal config's `text_config` (the vision or
+    /// audio encoder is not part of it).
+    pub multimodal: bool,
     /// `None` when the config states no `max_position_embeddings`.
     pub context_limit: Option<ContextLimit>,
     /// Keys the config left out and the family's default filled in.
@@ -201,14 +220,6 @@ impl ModelShape {
             }
             _ => (top, top_type.clone()),
         };
-        if let Some((t, why)) = families::REFUSED
-            .iter()
-            .find(|(t, _)| Some(*t) == model_type.as_deref())
-        {
-            return Err(data_error(format!(
-                "{origin}: model_type \"{t}\" is not supported: {why}"
-            )));
-        }
         let family = model_type.as_deref().and_then(families::family);
 
         // The family's defaults, then the config's own keys over them (a key the config
@@ -290,6 +301,7 @@ impl ModelShape {
         let rule = family.map(|f| f.sliding);
         let (layer_kinds, sliding_window) = field.layer_kinds(num_hidden_layers as usize, rule)?;
         let moe = field.moe(num_hidden_layers, intermediate_size)?;
+        let mla = field.mla()?;
         // Only the defaults that changed the shape are worth a note.
         defaulted.retain(|k| match k.as_str() {
             "use_sliding_window"
@@ -326,37 +338,41 @@ impl ModelShape {
             layer_kinds,
             sliding_window,
             moe,
+            mla,
+            multimodal: !std::ptr::eq(cfg, top),
             context_limit,
             defaulted,
         })
     }
 
-    /// The attention projections of one decoder layer: q, k, v, o.
-    fn attention_linears(&self) -> [Linear; 4] {
-        let q_out = self.num_attention_heads * self.head_dim;
-        let kv_out = self.num_key_value_heads * self.head_dim;
+    /// The attention projections of one decoder layer: q, k, v, o (for latent attention
+    /// q (or q_a, q_b), kv_a, kv_b, o).
+    fn attention_linears(&self) -> Vec<Linear> {
         let h = self.hidden_size;
-        [
-            Linear {
-                name: "q_proj",
-                n: q_out,
-                k: h,
-            },
-            Linear {
-                name: "k_proj",
-                n: kv_out,
-                k: h,
-            },
-            Linear {
-                name: "v_proj",
-                n: kv_out,
-                k: h,
-            },
-            Linear {
-                name: "o_proj",
-                n: h,
-                k: q_out,
-            },
+        let heads = self.num_attention_heads;
+        let lin = |name, n, k| Linear { name, n, k };
+        if let Some(m) = &self.mla {
+            let qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
+            let mut all = match m.q_lora_rank {
+                Some(r) => vec![lin("q_a_proj", r, h), lin("q_b_proj", heads * qk, r)],
+                None => vec![lin("q_proj", heads * qk, h)],
+            };
+            all.push(lin("kv_a_proj", m.kv_lora_rank + m.qk_rope_head_dim, h));
+            all.push(lin(
+                "kv_b_proj",
+                heads * (m.qk_nope_head_dim + m.v_head_dim),
+                m.kv_lora_rank,
+            ));
+            all.push(lin("o_proj", h, heads * m.v_head_dim));
+            return all;
+        }
+        let q_out = heads * self.head_dim;
+        let kv_out = self.num_key_value_heads * self.head_dim;
+        vec![
+            lin("q_proj", q_out, h),
+            lin("k_proj", kv_out, h),
+            lin("v_proj", kv_out, h),
+            lin("o_proj", h, q_out),
         ]
     }
 
@@ -387,7 +403,7 @@ impl ModelShape {
     /// The linear layers of one dense decoder layer, in execution order (what `bench`
     /// times; a MoE model's layer is shown with its dense `intermediate_size`).
     pub fn layer_linears(&self) -> Vec<Linear> {
-        let mut all = self.attention_linears().to_vec();
+        let mut all = self.attention_linears();
         all.extend(self.mlp_linears(self.intermediate_size));
         all
     }
@@ -438,7 +454,7 @@ impl ModelShape {
         match &self.moe {
             None => 0,
             Some(m) => {
-                let shared_gate = if m.shared_expert_intermediate_size > 0 {
+                let shared_gate = if m.shared_expert_gate {
                     self.hidden_size
                 } else {
                     0
@@ -478,8 +494,12 @@ impl ModelShape {
     }
 
     /// KV cache bytes one layer holds per token: K and V for every KV head.
+    /// With latent attention, the one latent (`kv_lora_rank + qk_rope_head_dim`).
     pub fn kv_bytes_per_token_per_layer(&self, bytes_per_element: u64) -> u64 {
-        2 * self.num_key_value_heads * self.head_dim * bytes_per_element
+        match &self.mla {
+            Some(m) => (m.kv_lora_rank + m.qk_rope_head_dim) * bytes_per_element,
+            None => 2 * self.num_key_value_heads * self.head_dim * bytes_per_element,
+        }
     }
 
     /// How many layers of each kind: (full, sliding, linear).
@@ -688,12 +708,13 @@ impl Fields<'_> {
         let expert_intermediate_size = self
             .opt_u64("moe_intermediate_size")?
             .unwrap_or(intermediate_size);
-        let shared_expert_intermediate_size =
-            match self.opt_u64("shared_expert_intermediate_size")? {
-                Some(s) => s,
-                None => self.opt_u64("n_shared_experts")?.unwrap_or(0) * expert_intermediate_size,
-            };
+        let gated_shared = self.opt_u64("shared_expert_intermediate_size")?;
+        let shared_expert_intermediate_size = match gated_shared {
+            Some(s) => s,
+            None => self.opt_u64("n_shared_experts")?.unwrap_or(0) * expert_intermediate_size,
+        };
         let step = self.opt_u64("decoder_sparse_step")?.unwrap_or(1).max(1);
+        let freq = self.opt_u64("moe_layer_freq")?.unwrap_or(1).max(1);
         let first_sparse = self.opt_u64("first_k_dense_replace")?.unwrap_or(0);
         let dense_only: Vec<u64> = match self.cfg.get("mlp_only_layers") {
             None | Some(Value::Null) => Vec::new(),
@@ -715,7 +736,10 @@ impl Fields<'_> {
         };
         let sparse_layers = (0..layers)
             .filter(|i| {
-                !dense_only.contains(i) && (i + 1).is_multiple_of(step) && *i >= first_sparse
+                !dense_only.contains(i)
+                    && (i + 1).is_multiple_of(step)
+                    && i.is_multiple_of(freq)
+                    && *i >= first_sparse
             })
             .count() as u64;
         Ok(Some(Moe {
@@ -724,6 +748,21 @@ impl Fields<'_> {
             expert_intermediate_size,
             shared_expert_intermediate_size,
             sparse_layers,
+            shared_expert_gate: gated_shared.is_some_and(|s| s > 0),
+        }))
+    }
+
+    /// Latent attention, when the config has a `kv_lora_rank`.
+    fn mla(&self) -> anyhow::Result<Option<Mla>> {
+        let Some(kv_lora_rank) = self.opt_u64("kv_lora_rank")? else {
+            return Ok(None);
+        };
+        Ok(Some(Mla {
+            kv_lora_rank,
+            q_lora_rank: self.opt_u64("q_lora_rank")?,
+            qk_nope_head_dim: self.req_u64("qk_nope_head_dim")?,
+            qk_rope_head_dim: self.req_u64("qk_rope_head_dim")?,
+            v_head_dim: self.req_u64("v_head_dim")?,
         }))
     }
 
@@ -1005,8 +1044,8 @@ mod tests {
                 "fields \"intermediate_size\", \"num_hidden_layers\", \"vocab_size\" are missing (model_type \"mystery\" is not a family edgeplan has defaults for)",
             ),
             (
-                r#"{"model_type": "deepseek_v3", "hidden_size": 8}"#,
-                "model_type \"deepseek_v3\" is not supported",
+                r#"{"model_type": "deepseek_v2", "hidden_size": 8, "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "vocab_size": 4, "kv_lora_rank": 4}"#,
+                "\"qk_nope_head_dim\" is missing",
             ),
             (
                 r#"{"model_type": "gemma3", "text_config": {"sliding_window_pattern": 0}}"#,

@@ -590,6 +590,15 @@ pub fn fit(profile: &Profile, path: &PathSpec, request: &FitRequest) -> MemoryFi
             model.defaulted.join(", ")
         ));
     }
+    if model.multimodal {
+        notes.push("read from the config's text_config: the vision (or audio) encoder's weights are not counted".into());
+    }
+    if let Some(m) = &model.mla {
+        notes.push(format!(
+            "latent attention: the KV cache holds one compressed latent of {} values per token and layer (kv_lora_rank + qk_rope_head_dim), as vLLM caches it; transformers' own cache holds the decompressed K and V",
+            m.kv_lora_rank + m.qk_rope_head_dim
+        ));
+    }
     if let Some(m) = &model.moe {
         notes.push(format!(
             "mixture of experts: {} experts ({} per token) in {} of {} layers; the weights hold every expert ({} linear parameters), a token passes through {} (decode speed follows the active parameters, memory the total)",
