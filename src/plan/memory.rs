@@ -974,6 +974,83 @@ mod tests {
         );
     }
 
+    fn shape(text: &str) -> ModelShape {
+        ModelShape::from_config_json(text, "t.json").unwrap()
+    }
+
+    #[test]
+    fn engine_layout_pads_the_last_group_of_a_kind() {
+        // gemma-3-1b: 26 layers, every 6th global: 4 full, 22 sliding (window 512);
+        // 1 KV head of 256: 1,024 B per token per layer.
+        let m = shape(
+            r#"{"model_type": "gemma3_text", "num_hidden_layers": 26, "num_key_value_heads": 1,
+            "sliding_window": 512}"#,
+        );
+        let setup = EngineSetup {
+            block_size: 16,
+            max_num_batched_tokens: 8192,
+        };
+        let (g, groups, bytes) = engine_layout(&m, 32768, KvDtype::Bf16, setup);
+        assert_eq!(g, 4, "the smaller count: 22 is not under 1.25 x 4");
+        assert_eq!((groups[0].groups, groups[0].padding_layers), (1, 0));
+        // 22 sliding layers fill 6 groups of 4: 2 padding layers.
+        assert_eq!((groups[1].groups, groups[1].padding_layers), (6, 2));
+        // min(511 + 8192, 32768) = 8703 tokens: 544 blocks, plus one = 8,720 tokens.
+        assert_eq!(groups[1].tokens_per_sequence, 8720);
+        assert_eq!(bytes, 1024 * (4 * 32768 + 24 * 8720));
+        // Short contexts: a sliding layer holds the whole context, plus a block.
+        let (_, groups, _) = engine_layout(&m, 100, KvDtype::Bf16, setup);
+        assert_eq!(groups[0].tokens_per_sequence, 112);
+        assert_eq!(groups[1].tokens_per_sequence, 128);
+    }
+
+    #[test]
+    fn engine_groups_take_the_larger_count_when_close() {
+        // gpt-oss style, 25 layers alternating: 13 sliding, 12 full. 13 < 1.25 x 12, so
+        // groups of 13 and one padding layer among the full ones (vLLM's own example).
+        let m = shape(r#"{"model_type": "gpt_oss", "num_hidden_layers": 25}"#);
+        let setup = EngineSetup {
+            block_size: 16,
+            max_num_batched_tokens: 2048,
+        };
+        let (g, groups, _) = engine_layout(&m, 4096, KvDtype::Bf16, setup);
+        assert_eq!(g, 13);
+        assert_eq!(groups[0].padding_layers, 1);
+        assert_eq!(groups[1].padding_layers, 0);
+    }
+
+    #[test]
+    fn engine_setup_per_class() {
+        let g = 1u64 << 30;
+        let cpu = profile(HardwareClass::X86Cpu, (Some(64 * g), Some(60 * g), None));
+        assert_eq!(
+            engine_setup(&cpu),
+            Some(EngineSetup {
+                block_size: 128,
+                max_num_batched_tokens: 2048
+            })
+        );
+        let mut gpu = profile(HardwareClass::CudaDiscrete, (None, None, None));
+        gpu.gpus.push(crate::profile::Gpu {
+            vendor: "nvidia".into(),
+            name: Some("NVIDIA A100-SXM4-80GB".into()),
+            memory_bytes: Some(80 * g),
+            ..Default::default()
+        });
+        assert_eq!(
+            engine_setup(&gpu).map(|s| s.max_num_batched_tokens),
+            Some(2048),
+            "vLLM keeps the small chunk on an A100"
+        );
+        gpu.gpus[0].name = Some("NVIDIA H100 80GB HBM3".into());
+        assert_eq!(
+            engine_setup(&gpu).map(|s| (s.block_size, s.max_num_batched_tokens)),
+            Some((16, 8192))
+        );
+        let phone = profile(HardwareClass::NpuPhone, (Some(12 * g), Some(8 * g), None));
+        assert_eq!(engine_setup(&phone), None);
+    }
+
     #[test]
     fn kv_dtype_sizes() {
         assert_eq!(KvDtype::parse("fp8").map(KvDtype::bytes), Some(1));
