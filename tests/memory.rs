@@ -224,6 +224,27 @@ fn a_context_past_the_model_limit_is_flagged_not_refused() {
         stderr.contains("past") && stderr.contains("8192"),
         "{stderr}"
     );
+    let env = edgeplan()
+        .args([
+            "plan",
+            "--format",
+            "env",
+            "--model",
+            "fixtures/models/real/gemma-2-2b.json",
+            "--context",
+            "32768",
+            "--profile",
+            "fixtures/profiles/hand-cuda-h100.json",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let env = String::from_utf8(env.stdout).unwrap();
+    assert!(
+        env.contains("EDGEPLAN_VLLM_ALLOW_LONG_MAX_MODEL_LEN=1\n")
+            && env.contains("--max-model-len 32768"),
+        "{env}"
+    );
     assert!(
         m["notes"].as_array().unwrap().iter().any(|n| n
             .as_str()

@@ -785,6 +785,10 @@ pub fn env_vars(fit: &MemoryFit) -> Vec<(&'static str, String)> {
     if let Some(gib) = fit.vllm_cpu_kvcache_space_gib {
         vars.push(("EDGEPLAN_VLLM_CPU_KVCACHE_SPACE", gib.to_string()));
     }
+    // Past the model's limit vLLM starts only with this set; the plan flags it.
+    if fit.beyond_context_limit && fit.engine_kwargs.contains_key("max_model_len") {
+        vars.push(("EDGEPLAN_VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1".into()));
+    }
     vars
 }
 
