@@ -683,16 +683,24 @@ impl Fields<'_> {
 
     /// The experts, when the config has more than one.
     fn moe(&self, layers: u64, intermediate_size: u64) -> anyhow::Result<Option<Moe>> {
-        let Some((num_experts, _)) =
-            self.first_u64(&["num_experts", "num_local_experts", "n_routed_experts"])?
+        let Some((num_experts, _)) = self.first_u64(&[
+            "num_experts",
+            "num_local_experts",
+            "n_routed_experts",
+            "moe_num_experts",
+        ])?
         else {
             return Ok(None);
         };
         if num_experts <= 1 {
             return Ok(None);
         }
-        let Some((experts_per_token, key)) =
-            self.first_u64(&["num_experts_per_tok", "experts_per_token", "moe_topk"])?
+        let Some((experts_per_token, key)) = self.first_u64(&[
+            "num_experts_per_tok",
+            "experts_per_token",
+            "moe_topk",
+            "moe_k",
+        ])?
         else {
             return Err(self.bad(
                 "num_experts_per_tok",
