@@ -2,6 +2,7 @@
 
 mod bench;
 mod cli;
+mod memory;
 mod plan;
 mod plan_measured;
 mod probe;

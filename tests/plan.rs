@@ -815,13 +815,17 @@ fn hybrid_arithmetic_matches_the_hand_figures() {
         &["--context", "2048"],
     );
     assert_eq!(u(&m["kv_bytes"]), 2 * 2048 * 2048 + 4 * 2048 * 2048);
-    // On the 16 GiB cgroup budget, 10% headroom: (15,461,882,266 - 133,113,856 - 33,554,432) / 4,096.
+    // The largest context is the engine's: vLLM's CPU KV space is whole GiB, floor((16 GiB
+    // - 10% - 133,113,856 B) / GiB) = 14 GiB; the 4 sliding layers hold
+    // (ceil((4,095 + 2,048) / 128) + 1) x 128 = 6,272 tokens; the 2 full layers get the rest
+    // in 128-token blocks: (15,032,385,536 - 4 x 2,048 x 6,272) / (2 x 2,048) = 3,657,472.
     let (_, m) = memory_of(
         "hand-x86-avx512-noamx",
         "fixtures/models/hybrid.json",
         &["--context", "32768"],
     );
-    assert_eq!(u(&m["max_context"]), 3_734_183);
+    assert_eq!(u(&m["max_context"]), 3_657_472);
+    assert_eq!(u(&m["engine"]["kv_space_bytes"]), 14 << 30);
 }
 
 #[test]
@@ -895,7 +899,9 @@ fn cpu_paths_state_vllm_cpu_kvcache_space_in_env() {
         "{out}"
     );
     assert!(
-        out.contains("EDGEPLAN_MEMORY_FITS=1\n") && out.contains("EDGEPLAN_MAX_CONTEXT=121419\n"),
+        out.contains("EDGEPLAN_MEMORY_FITS=1\n")
+            && out.contains("EDGEPLAN_MAX_CONTEXT=40960\n")
+            && out.contains("EDGEPLAN_CONTEXT_LIMIT=40960\n"),
         "{out}"
     );
     let gpu = stdout_of(&[
@@ -950,7 +956,7 @@ fn nothing_fits_is_exit_3_with_what_would_fit() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(
         stderr.contains(
-            "what fits: --context 12418 at 8 sequence(s), or --concurrency 3 at 32768 tokens"
+            "what fits: --context 12416 at 8 sequence(s), or --concurrency 3 at 32768 tokens"
         ),
         "{stderr}"
     );

@@ -1,15 +1,18 @@
 //! Model shapes: what `bench` runs and what `plan --model` sizes.
 //!
-//! A [`ModelShape`] comes from a preset name or a Hugging Face `config.json`. Only the
-//! fields that decide the linear layers and the KV cache are read: `hidden_size`,
+//! A [`ModelShape`] comes from a preset name or a Hugging Face `config.json`. The keys
+//! that decide the linear layers and the KV cache are read (`hidden_size`,
 //! `intermediate_size`, `num_hidden_layers`, `num_attention_heads`,
-//! `num_key_value_heads`, `head_dim`, `vocab_size`, `tie_word_embeddings`, and the layer
-//! kinds (`layer_types`, `full_attention_interval`, `sliding_window_pattern`,
-//! `sliding_window` with `use_sliding_window` / `max_window_layers`). Multimodal configs
-//! are read through their `text_config`. A missing or malformed required field is exit 65
-//! naming the field. Mixture-of-experts configs are refused (their expert layers are not
-//! dense linears).
+//! `num_key_value_heads`, `head_dim`, `vocab_size`, `tie_word_embeddings`, the layer
+//! kinds, `max_position_embeddings` with `rope_scaling`, the mixture-of-experts keys and
+//! DeepSeek's latent-attention ranks), each one from the config when it is there and else from the family's
+//! transformers default (`families.rs`), as transformers itself does. Multimodal configs
+//! are read through their `text_config`. Which layers slide follows the family's own
+//! rule when the config has no `layer_types`. A malformed field is exit 65 naming it; a
+//! config of an unknown `model_type` that lacks required keys is exit 65 naming every
+//! missing key at once.
 
+mod families;
 mod presets;
 
 use std::path::Path;
@@ -18,6 +21,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{data_error, read_error};
 
+pub use families::{FAMILIES, Family, SlidingRule};
 pub use presets::PRESETS;
 
 /// How one decoder layer attends, which decides its KV cache.
@@ -32,10 +36,48 @@ pub enum LayerKind {
     LinearAttention,
 }
 
+/// The experts of a mixture-of-experts model.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Moe {
+    /// Routed experts per MoE layer.
+    pub num_experts: u64,
+    /// Experts each token is routed to.
+    pub experts_per_token: u64,
+    /// MLP size of one expert.
+    pub expert_intermediate_size: u64,
+    /// MLP size of the always-on shared expert (0 when there is none).
+    pub shared_expert_intermediate_size: u64,
+    /// Layers with experts; the others have a dense MLP of `intermediate_size`.
+    pub sparse_layers: u64,
+    /// Whether the shared expert has its own one-output gate (Qwen-MoE).
+    pub shared_expert_gate: bool,
+}
+
+/// Multi-head latent attention (DeepSeek-V2/V3): K and V are cached as one compressed
+/// latent per token and layer.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Mla {
+    pub kv_lora_rank: u64,
+    /// `None` when queries are projected directly (DeepSeek-V2-Lite).
+    pub q_lora_rank: Option<u64>,
+    pub qk_nope_head_dim: u64,
+    pub qk_rope_head_dim: u64,
+    pub v_head_dim: u64,
+}
+
+/// The longest context the model is built for, and how it was derived.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ContextLimit {
+    pub tokens: u64,
+    pub source: String,
+}
+
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ModelShape {
     /// Preset name or the config file's path.
     pub name: String,
+    /// The family the defaults came from (`null` when unknown).
+    pub model_type: Option<String>,
     pub hidden_size: u64,
     pub intermediate_size: u64,
     pub num_hidden_layers: u64,
@@ -44,10 +86,23 @@ pub struct ModelShape {
     pub head_dim: u64,
     pub vocab_size: u64,
     pub tie_word_embeddings: bool,
+    /// gate + up + down when true; up + down (Starcoder2's `c_fc`, `c_proj`) when false.
+    pub gated_mlp: bool,
     /// One entry per decoder layer.
     pub layer_kinds: Vec<LayerKind>,
     /// Window of the sliding-attention layers, when there are any.
     pub sliding_window: Option<u64>,
+    /// `None` for a dense model.
+    pub moe: Option<Moe>,
+    /// `None` unless the attention is multi-head latent attention (`kv_lora_rank`).
+    pub mla: Option<Mla>,
+    /// True when the shape came from a multimodal config's `text_config` (the vision or
+    /// audio encoder is not part of it).
+    pub multimodal: bool,
+    /// `None` when the config states no `max_position_embeddings`.
+    pub context_limit: Option<ContextLimit>,
+    /// Keys the config left out and the family's default filled in.
+    pub defaulted: Vec<String>,
 }
 
 /// One linear layer as a GEMM: `y[M][n] = x[M][k] · W[n][k]ᵀ`.
@@ -65,6 +120,38 @@ impl Linear {
         self.n * self.k
     }
 }
+
+/// The keys a default may fill, in the order a note lists them.
+const READ_KEYS: &[&str] = &[
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "vocab_size",
+    "tie_word_embeddings",
+    "max_position_embeddings",
+    "sliding_window",
+    "sliding_window_pattern",
+    "use_sliding_window",
+    "max_window_layers",
+    "num_experts",
+    "num_local_experts",
+    "num_experts_per_tok",
+    "moe_intermediate_size",
+    "shared_expert_intermediate_size",
+    "decoder_sparse_step",
+];
+
+/// Keys with no usable default: an unknown family must state them all.
+const REQUIRED: &[&str] = &[
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "vocab_size",
+];
 
 impl ModelShape {
     /// The preset names, in the order `--help` lists them.
@@ -110,25 +197,81 @@ impl ModelShape {
                 "{origin}: a model config must be a JSON object"
             )));
         };
-        // Multimodal configs keep the language model's shape in `text_config`.
-        let cfg = match (top.get("hidden_size"), top.get("text_config")) {
-            (None, Some(Value::Object(text_cfg))) => text_cfg,
-            _ => top,
+        let str_of = |map: &Map<String, Value>, key: &str| {
+            map.get(key).and_then(Value::as_str).map(str::to_owned)
         };
-        let field = Fields { cfg, origin };
-        for moe_key in ["num_experts", "num_local_experts", "n_routed_experts"] {
-            if field.opt_u64(moe_key)?.is_some_and(|n| n > 1) {
-                return Err(data_error(format!(
-                    "{origin}: field \"{moe_key}\": mixture-of-experts models are not supported (their experts are not dense linear layers)"
-                )));
+        let top_type = str_of(top, "model_type");
+        // Multimodal configs keep the language model's shape in `text_config`.
+        let (cfg, model_type) = match top.get("text_config") {
+            Some(Value::Object(text_cfg))
+                if !top.contains_key("hidden_size")
+                    || top_type
+                        .as_deref()
+                        .and_then(families::text_family_of)
+                        .is_some() =>
+            {
+                let inner = str_of(text_cfg, "model_type").or_else(|| {
+                    top_type
+                        .as_deref()
+                        .and_then(families::text_family_of)
+                        .map(str::to_owned)
+                });
+                (text_cfg, inner.or(top_type.clone()))
             }
+            _ => (top, top_type.clone()),
+        };
+        let family = model_type.as_deref().and_then(families::family);
+
+        // The family's defaults, then the config's own keys over them (a key the config
+        // sets to null stays null: "no sliding window" overrides a default window).
+        let mut merged = family.map(families::defaults).unwrap_or_default();
+        let mut defaulted: Vec<String> = READ_KEYS
+            .iter()
+            .filter(|k| merged.contains_key(**k) && !cfg.contains_key(**k))
+            .map(|k| k.to_string())
+            .collect();
+        for (k, v) in cfg {
+            merged.insert(k.clone(), v.clone());
+        }
+        // A wrapper may state the tie at its top level rather than in text_config.
+        if !std::ptr::eq(cfg, top)
+            && !cfg.contains_key("tie_word_embeddings")
+            && let Some(tie) = top.get("tie_word_embeddings")
+        {
+            merged.insert("tie_word_embeddings".into(), tie.clone());
+            defaulted.retain(|k| k != "tie_word_embeddings");
+        }
+        let field = Fields {
+            cfg: &merged,
+            origin,
+        };
+
+        let missing: Vec<&str> = REQUIRED
+            .iter()
+            .copied()
+            .filter(|k| merged.get(*k).is_none_or(Value::is_null))
+            .collect();
+        if !missing.is_empty() {
+            let which = match model_type.as_deref() {
+                Some(t) => format!("model_type \"{t}\" is not a family edgeplan has defaults for"),
+                None => "the config names no model_type, so no family defaults apply".into(),
+            };
+            let quoted: Vec<String> = missing.iter().map(|k| format!("\"{k}\"")).collect();
+            return Err(data_error(if missing.len() == 1 {
+                format!("{origin}: field {} is missing ({which})", quoted[0])
+            } else {
+                format!(
+                    "{origin}: fields {} are missing ({which})",
+                    quoted.join(", ")
+                )
+            }));
         }
 
         let hidden_size = field.req_u64("hidden_size")?;
         let intermediate_size = field.req_u64("intermediate_size")?;
         let num_hidden_layers = field.req_u64("num_hidden_layers")?;
         let num_attention_heads = field.req_u64("num_attention_heads")?;
-        // Hugging Face's own defaults: no GQA, and head_dim = hidden / heads.
+        // Hugging Face's own fallbacks: no GQA, and head_dim = hidden / heads.
         let num_key_value_heads = field
             .opt_u64("num_key_value_heads")?
             .unwrap_or(num_attention_heads);
@@ -142,6 +285,8 @@ impl ModelShape {
             }
         };
         let vocab_size = field.req_u64("vocab_size")?;
+        // PretrainedConfig's default is true, but edgeplan's reading of a config of an
+        // unknown family has always been "untied unless stated": kept, and documented.
         let tie_word_embeddings = field.opt_bool("tie_word_embeddings")?.unwrap_or(false);
         if num_key_value_heads > num_attention_heads {
             return Err(data_error(format!(
@@ -153,14 +298,34 @@ impl ModelShape {
                 "{origin}: field \"num_hidden_layers\" ({num_hidden_layers}) is not a plausible layer count"
             )));
         }
-        let (layer_kinds, sliding_window) = field.layer_kinds(num_hidden_layers as usize)?;
+        let rule = family.map(|f| f.sliding);
+        let (layer_kinds, sliding_window) = field.layer_kinds(num_hidden_layers as usize, rule)?;
+        let moe = field.moe(num_hidden_layers, intermediate_size)?;
+        let mla = field.mla()?;
+        // Only the defaults that changed the shape are worth a note.
+        defaulted.retain(|k| match k.as_str() {
+            "use_sliding_window"
+            | "max_window_layers"
+            | "sliding_window_pattern"
+            | "sliding_window" => sliding_window.is_some(),
+            "num_experts"
+            | "num_local_experts"
+            | "num_experts_per_tok"
+            | "moe_intermediate_size"
+            | "shared_expert_intermediate_size"
+            | "decoder_sparse_step" => moe.is_some(),
+            _ => true,
+        });
+        let context_limit = field.context_limit()?;
         let name = top
             .get("_name_or_path")
             .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
             .map(str::to_owned)
             .unwrap_or_else(|| origin.to_owned());
         Ok(ModelShape {
             name,
+            model_type: family.map(|f| f.model_type.to_owned()).or(model_type),
             hidden_size,
             intermediate_size,
             num_hidden_layers,
@@ -169,52 +334,78 @@ impl ModelShape {
             head_dim,
             vocab_size,
             tie_word_embeddings,
+            gated_mlp: family.is_none_or(|f| f.gated_mlp),
             layer_kinds,
             sliding_window,
+            moe,
+            mla,
+            multimodal: !std::ptr::eq(cfg, top),
+            context_limit,
+            defaulted,
         })
     }
 
-    /// The linear layers of one decoder layer, in execution order.
-    pub fn layer_linears(&self) -> [Linear; 7] {
-        let q_out = self.num_attention_heads * self.head_dim;
+    /// The attention projections of one decoder layer: q, k, v, o (for latent attention
+    /// q (or q_a, q_b), kv_a, kv_b, o).
+    fn attention_linears(&self) -> Vec<Linear> {
+        let h = self.hidden_size;
+        let heads = self.num_attention_heads;
+        let lin = |name, n, k| Linear { name, n, k };
+        if let Some(m) = &self.mla {
+            let qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
+            let mut all = match m.q_lora_rank {
+                Some(r) => vec![lin("q_a_proj", r, h), lin("q_b_proj", heads * qk, r)],
+                None => vec![lin("q_proj", heads * qk, h)],
+            };
+            all.push(lin("kv_a_proj", m.kv_lora_rank + m.qk_rope_head_dim, h));
+            all.push(lin(
+                "kv_b_proj",
+                heads * (m.qk_nope_head_dim + m.v_head_dim),
+                m.kv_lora_rank,
+            ));
+            all.push(lin("o_proj", h, heads * m.v_head_dim));
+            return all;
+        }
+        let q_out = heads * self.head_dim;
         let kv_out = self.num_key_value_heads * self.head_dim;
-        [
-            Linear {
-                name: "q_proj",
-                n: q_out,
-                k: self.hidden_size,
-            },
-            Linear {
-                name: "k_proj",
-                n: kv_out,
-                k: self.hidden_size,
-            },
-            Linear {
-                name: "v_proj",
-                n: kv_out,
-                k: self.hidden_size,
-            },
-            Linear {
-                name: "o_proj",
-                n: self.hidden_size,
-                k: q_out,
-            },
-            Linear {
-                name: "gate_proj",
-                n: self.intermediate_size,
-                k: self.hidden_size,
-            },
-            Linear {
-                name: "up_proj",
-                n: self.intermediate_size,
-                k: self.hidden_size,
-            },
-            Linear {
-                name: "down_proj",
-                n: self.hidden_size,
-                k: self.intermediate_size,
-            },
+        vec![
+            lin("q_proj", q_out, h),
+            lin("k_proj", kv_out, h),
+            lin("v_proj", kv_out, h),
+            lin("o_proj", h, q_out),
         ]
+    }
+
+    /// The MLP linears at width `i`: gate, up, down (or up, down when not gated).
+    fn mlp_linears(&self, i: u64) -> Vec<Linear> {
+        let h = self.hidden_size;
+        let mut mlp = Vec::with_capacity(3);
+        if self.gated_mlp {
+            mlp.push(Linear {
+                name: "gate_proj",
+                n: i,
+                k: h,
+            });
+        }
+        mlp.push(Linear {
+            name: "up_proj",
+            n: i,
+            k: h,
+        });
+        mlp.push(Linear {
+            name: "down_proj",
+            n: h,
+            k: i,
+        });
+        mlp
+    }
+
+    /// The linear layers of one dense decoder layer, in execution order (what `bench`
+    /// times; a MoE model's layer is shown with its dense `intermediate_size`).
+    pub fn layer_linears(&self) -> Vec<Linear> {
+        let mut all = self.attention_linears();
+        all.extend(self.mlp_linears(self.intermediate_size));
+        all
     }
 
     /// The output projection (always a separate, untied matrix on the 4-bit paths).
@@ -226,12 +417,70 @@ impl ModelShape {
         }
     }
 
+    fn params_of(linears: &[Linear]) -> u64 {
+        linears.iter().map(Linear::params).sum()
+    }
+
     /// Parameters in the decoder layers' linears (what the 4-bit paths quantize besides
-    /// the lm_head). Linear-attention layers are counted with the same q/k/v/o shapes:
-    /// an approximation, since their projections differ by architecture.
+    /// the lm_head): attention in every layer, a dense MLP in dense layers, and in MoE
+    /// layers every expert plus any shared expert. Linear-attention layers are counted
+    /// with the same q/k/v/o shapes: an approximation, since their projections differ
+    /// by architecture.
     pub fn decoder_linear_params(&self) -> u64 {
-        let per_layer: u64 = self.layer_linears().iter().map(Linear::params).sum();
-        per_layer * self.num_hidden_layers
+        let attention = Self::params_of(&self.attention_linears()) * self.num_hidden_layers;
+        let dense_mlp = Self::params_of(&self.mlp_linears(self.intermediate_size));
+        match &self.moe {
+            None => attention + dense_mlp * self.num_hidden_layers,
+            Some(m) => {
+                let expert = Self::params_of(&self.mlp_linears(m.expert_intermediate_size));
+                let shared = self.shared_mlp_params(m);
+                attention
+                    + dense_mlp * (self.num_hidden_layers - m.sparse_layers)
+                    + (m.num_experts * expert + shared) * m.sparse_layers
+            }
+        }
+    }
+
+    fn shared_mlp_params(&self, m: &Moe) -> u64 {
+        if m.shared_expert_intermediate_size == 0 {
+            0
+        } else {
+            Self::params_of(&self.mlp_linears(m.shared_expert_intermediate_size))
+        }
+    }
+
+    /// Parameters of the MoE routers (and shared-expert gates), kept at 16 bits.
+    pub fn router_params(&self) -> u64 {
+        match &self.moe {
+            None => 0,
+            Some(m) => {
+                let shared_gate = if m.shared_expert_gate {
+                    self.hidden_size
+                } else {
+                    0
+                };
+                (m.num_experts * self.hidden_size + shared_gate) * m.sparse_layers
+            }
+        }
+    }
+
+    /// Linear parameters one token passes through (decoder and lm_head): all of them
+    /// for a dense model; for a MoE model only the routed experts and the shared one.
+    pub fn active_params_per_token(&self) -> u64 {
+        let head = self.lm_head().params();
+        match &self.moe {
+            None => self.decoder_linear_params() + head,
+            Some(m) => {
+                let attention = Self::params_of(&self.attention_linears()) * self.num_hidden_layers;
+                let dense_mlp = Self::params_of(&self.mlp_linears(self.intermediate_size));
+                let expert = Self::params_of(&self.mlp_linears(m.expert_intermediate_size));
+                attention
+                    + dense_mlp * (self.num_hidden_layers - m.sparse_layers)
+                    + (m.experts_per_token * expert + self.shared_mlp_params(m)) * m.sparse_layers
+                    + self.router_params()
+                    + head
+            }
+        }
     }
 
     /// Parameters of the token embedding table.
@@ -245,8 +494,12 @@ impl ModelShape {
     }
 
     /// KV cache bytes one layer holds per token: K and V for every KV head.
+    /// With latent attention, the one latent (`kv_lora_rank + qk_rope_head_dim`).
     pub fn kv_bytes_per_token_per_layer(&self, bytes_per_element: u64) -> u64 {
-        2 * self.num_key_value_heads * self.head_dim * bytes_per_element
+        match &self.mla {
+            Some(m) => (m.kv_lora_rank + m.qk_rope_head_dim) * bytes_per_element,
+            None => 2 * self.num_key_value_heads * self.head_dim * bytes_per_element,
+        }
     }
 
     /// How many layers of each kind: (full, sliding, linear).
@@ -297,9 +550,26 @@ impl Fields<'_> {
         }
     }
 
-    /// Resolves each layer's kind, most explicit source first.
-    fn layer_kinds(&self, layers: usize) -> anyhow::Result<(Vec<LayerKind>, Option<u64>)> {
-        let window = self.opt_u64("sliding_window")?;
+    /// The first of `keys` that is set, as a positive count.
+    fn first_u64(&self, keys: &[&str]) -> anyhow::Result<Option<(u64, String)>> {
+        for key in keys {
+            if let Some(n) = self.opt_u64(key)? {
+                return Ok(Some((n, key.to_string())));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Resolves each layer's kind: `layer_types` first, then `full_attention_interval`,
+    /// then the family's rule (`rule`; `None` for an unknown family, which gets the
+    /// rule its keys imply).
+    fn layer_kinds(
+        &self,
+        layers: usize,
+        rule: Option<SlidingRule>,
+    ) -> anyhow::Result<(Vec<LayerKind>, Option<u64>)> {
+        let window = self.opt_u64("sliding_window")?.filter(|w| *w > 0);
+        let every = |f: &dyn Fn(usize) -> LayerKind| (0..layers).map(f).collect::<Vec<_>>();
         let kinds = if let Some(types) = self.cfg.get("layer_types").filter(|v| !v.is_null()) {
             let Some(types) = types.as_array() else {
                 return Err(self.bad("layer_types", "must be a list of strings"));
@@ -338,46 +608,67 @@ impl Fields<'_> {
             if interval == 0 {
                 return Err(self.bad("full_attention_interval", "must be positive, got 0"));
             }
-            (0..layers as u64)
-                .map(|i| {
-                    if (i + 1) % interval == 0 {
-                        LayerKind::FullAttention
-                    } else {
-                        LayerKind::LinearAttention
-                    }
-                })
-                .collect()
-        } else if let Some(pattern) = self.opt_u64("sliding_window_pattern")? {
-            if pattern == 0 {
-                return Err(self.bad("sliding_window_pattern", "must be positive, got 0"));
-            }
-            (0..layers as u64)
-                .map(|i| {
-                    if (i + 1) % pattern == 0 {
-                        LayerKind::FullAttention
-                    } else {
-                        LayerKind::SlidingAttention
-                    }
-                })
-                .collect()
+            every(&|i| {
+                if (i as u64 + 1).is_multiple_of(interval) {
+                    LayerKind::FullAttention
+                } else {
+                    LayerKind::LinearAttention
+                }
+            })
         } else {
-            match (self.opt_bool("use_sliding_window")?, window) {
-                // Qwen2-style: layers from max_window_layers on use the window.
-                (Some(true), Some(_)) => {
-                    let first = self.opt_u64("max_window_layers")?.unwrap_or(0) as usize;
-                    (0..layers)
-                        .map(|i| {
+            let rule = match rule {
+                Some(rule) => rule,
+                None if self.cfg.contains_key("sliding_window_pattern") => {
+                    SlidingRule::EveryNthGlobal
+                }
+                None if self.cfg.contains_key("use_sliding_window") => SlidingRule::QwenSwitch,
+                None => SlidingRule::AllWhenSet,
+            };
+            match (rule, window) {
+                (_, None) => vec![LayerKind::FullAttention; layers],
+                (SlidingRule::AllWhenSet, Some(_)) => vec![LayerKind::SlidingAttention; layers],
+                (SlidingRule::Alternating, Some(_)) => every(&|i| {
+                    if !(i + 1).is_multiple_of(2) {
+                        LayerKind::SlidingAttention
+                    } else {
+                        LayerKind::FullAttention
+                    }
+                }),
+                (SlidingRule::EveryNthGlobal, Some(_)) => {
+                    let pattern = match self
+                        .first_u64(&["sliding_window_pattern", "_sliding_window_pattern"])?
+                    {
+                        Some((0, key)) => return Err(self.bad(&key, "must be positive, got 0")),
+                        Some((n, _)) => n as usize,
+                        None => {
+                            return Err(self.bad(
+                                "sliding_window_pattern",
+                                "is missing but the family puts a global layer every N layers",
+                            ));
+                        }
+                    };
+                    every(&|i| {
+                        if !(i + 1).is_multiple_of(pattern) {
+                            LayerKind::SlidingAttention
+                        } else {
+                            LayerKind::FullAttention
+                        }
+                    })
+                }
+                (SlidingRule::QwenSwitch, Some(_)) => {
+                    if self.opt_bool("use_sliding_window")? == Some(true) {
+                        let first = self.opt_u64("max_window_layers")?.unwrap_or(0) as usize;
+                        every(&|i| {
                             if i >= first {
                                 LayerKind::SlidingAttention
                             } else {
                                 LayerKind::FullAttention
                             }
                         })
-                        .collect()
+                    } else {
+                        vec![LayerKind::FullAttention; layers]
+                    }
                 }
-                // Mistral-style: a window and no switch means every layer slides.
-                (None, Some(_)) => vec![LayerKind::SlidingAttention; layers],
-                _ => vec![LayerKind::FullAttention; layers],
             }
         };
         let has_sliding = kinds.contains(&LayerKind::SlidingAttention);
@@ -388,6 +679,142 @@ impl Fields<'_> {
             ));
         }
         Ok((kinds, if has_sliding { window } else { None }))
+    }
+
+    /// The experts, when the config has more than one.
+    fn moe(&self, layers: u64, intermediate_size: u64) -> anyhow::Result<Option<Moe>> {
+        let Some((num_experts, _)) = self.first_u64(&[
+            "num_experts",
+            "num_local_experts",
+            "n_routed_experts",
+            "moe_num_experts",
+        ])?
+        else {
+            return Ok(None);
+        };
+        if num_experts <= 1 {
+            return Ok(None);
+        }
+        let Some((experts_per_token, key)) = self.first_u64(&[
+            "num_experts_per_tok",
+            "experts_per_token",
+            "moe_topk",
+            "moe_k",
+        ])?
+        else {
+            return Err(self.bad(
+                "num_experts_per_tok",
+                "is missing but the model has experts",
+            ));
+        };
+        if experts_per_token == 0 || experts_per_token > num_experts {
+            return Err(self.bad(
+                &key,
+                &format!("({experts_per_token}) must be between 1 and the {num_experts} experts"),
+            ));
+        }
+        let expert_intermediate_size = self
+            .opt_u64("moe_intermediate_size")?
+            .unwrap_or(intermediate_size);
+        let gated_shared = self.opt_u64("shared_expert_intermediate_size")?;
+        let shared_expert_intermediate_size = match gated_shared {
+            Some(s) => s,
+            None => self.opt_u64("n_shared_experts")?.unwrap_or(0) * expert_intermediate_size,
+        };
+        let step = self.opt_u64("decoder_sparse_step")?.unwrap_or(1).max(1);
+        let freq = self.opt_u64("moe_layer_freq")?.unwrap_or(1).max(1);
+        let first_sparse = self.opt_u64("first_k_dense_replace")?.unwrap_or(0);
+        let dense_only: Vec<u64> = match self.cfg.get("mlp_only_layers") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(list)) => {
+                let mut out = Vec::with_capacity(list.len());
+                for v in list {
+                    match v.as_u64() {
+                        Some(i) => out.push(i),
+                        None => {
+                            return Err(
+                                self.bad("mlp_only_layers", "must be a list of layer indices")
+                            );
+                        }
+                    }
+                }
+                out
+            }
+            Some(_) => return Err(self.bad("mlp_only_layers", "must be a list of layer indices")),
+        };
+        let sparse_layers = (0..layers)
+            .filter(|i| {
+                !dense_only.contains(i)
+                    && (i + 1).is_multiple_of(step)
+                    && i.is_multiple_of(freq)
+                    && *i >= first_sparse
+            })
+            .count() as u64;
+        Ok(Some(Moe {
+            num_experts,
+            experts_per_token,
+            expert_intermediate_size,
+            shared_expert_intermediate_size,
+            sparse_layers,
+            shared_expert_gate: gated_shared.is_some_and(|s| s > 0),
+        }))
+    }
+
+    /// Latent attention, when the config has a `kv_lora_rank`.
+    fn mla(&self) -> anyhow::Result<Option<Mla>> {
+        let Some(kv_lora_rank) = self.opt_u64("kv_lora_rank")? else {
+            return Ok(None);
+        };
+        Ok(Some(Mla {
+            kv_lora_rank,
+            q_lora_rank: self.opt_u64("q_lora_rank")?,
+            qk_nope_head_dim: self.req_u64("qk_nope_head_dim")?,
+            qk_rope_head_dim: self.req_u64("qk_rope_head_dim")?,
+            v_head_dim: self.req_u64("v_head_dim")?,
+        }))
+    }
+
+    /// `max_position_embeddings`, stretched by a YaRN or dynamic `rope_scaling` factor.
+    fn context_limit(&self) -> anyhow::Result<Option<ContextLimit>> {
+        let Some(max_pos) = self.opt_u64("max_position_embeddings")? else {
+            return Ok(None);
+        };
+        let rope = ["rope_scaling", "rope_parameters"]
+            .iter()
+            .find_map(|k| self.cfg.get(*k).and_then(Value::as_object));
+        let plain = ContextLimit {
+            tokens: max_pos,
+            source: "max_position_embeddings".into(),
+        };
+        let Some(rope) = rope else {
+            return Ok(Some(plain));
+        };
+        let kind = ["rope_type", "type"]
+            .iter()
+            .find_map(|k| rope.get(*k).and_then(Value::as_str))
+            .unwrap_or("default");
+        let factor = rope.get("factor").and_then(Value::as_f64).unwrap_or(1.0);
+        if !matches!(kind, "yarn" | "dynamic") || factor <= 1.0 {
+            return Ok(Some(plain));
+        }
+        let (original, what) = match rope
+            .get("original_max_position_embeddings")
+            .and_then(Value::as_u64)
+        {
+            Some(o) => (o, "rope_scaling.original_max_position_embeddings"),
+            None => match self.opt_u64("original_max_position_embeddings")? {
+                Some(o) => (o, "original_max_position_embeddings"),
+                None => (max_pos, "max_position_embeddings"),
+            },
+        };
+        let scaled = (original as f64 * factor) as u64;
+        if scaled <= max_pos {
+            return Ok(Some(plain));
+        }
+        Ok(Some(ContextLimit {
+            tokens: scaled,
+            source: format!("{what} {original} x {kind} rope factor {factor}"),
+        }))
     }
 }
 
@@ -479,6 +906,132 @@ mod tests {
         );
     }
 
+    fn parse(text: &str) -> ModelShape {
+        ModelShape::from_config_json(text, "t.json").unwrap()
+    }
+
+    #[test]
+    fn gemma2_without_layer_types_alternates_sliding_first() {
+        // gemma-2-2b's keys: no layer_types, only the window.
+        let m = parse(
+            r#"{"model_type": "gemma2", "hidden_size": 2304, "intermediate_size": 9216,
+            "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
+            "head_dim": 256, "vocab_size": 256000, "sliding_window": 4096}"#,
+        );
+        assert_eq!(m.layer_kind_counts(), (13, 13, 0));
+        assert_eq!(m.layer_kinds[0], LayerKind::SlidingAttention);
+        assert_eq!(m.layer_kinds[1], LayerKind::FullAttention);
+        assert!(m.tie_word_embeddings, "Gemma's default is tied");
+        assert_eq!(m.context_limit.unwrap().tokens, 8192);
+    }
+
+    #[test]
+    fn gemma3_text_config_gets_the_class_defaults() {
+        // gemma-3-4b-it: text_config states only what differs from Gemma3TextConfig.
+        let m = parse(
+            r#"{"model_type": "gemma3", "text_config": {"hidden_size": 2560,
+            "intermediate_size": 10240, "model_type": "gemma3_text", "num_hidden_layers": 34,
+            "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024}}"#,
+        );
+        assert_eq!(
+            (m.num_attention_heads, m.num_key_value_heads, m.head_dim),
+            (8, 4, 256)
+        );
+        assert_eq!(m.vocab_size, 262_208);
+        assert!(m.tie_word_embeddings);
+        // Every 6th layer is global: layers 5, 11, 17, 23, 29.
+        assert_eq!(m.layer_kind_counts(), (5, 29, 0));
+        assert_eq!(m.layer_kinds[5], LayerKind::FullAttention);
+        assert_eq!(m.sliding_window, Some(1024));
+        assert_eq!(
+            m.context_limit.unwrap().tokens,
+            131_072,
+            "linear rope is not stretched"
+        );
+        assert!(m.defaulted.contains(&"num_attention_heads".to_string()));
+        // No model_type in text_config: the wrapper's mapping picks the family.
+        let m = parse(r#"{"model_type": "gemma3", "text_config": {"num_hidden_layers": 12}}"#);
+        assert_eq!(m.layer_kind_counts(), (2, 10, 0));
+    }
+
+    #[test]
+    fn family_sliding_rules() {
+        let mistral = parse(r#"{"model_type": "mistral", "num_hidden_layers": 4}"#);
+        assert_eq!(
+            mistral.layer_kind_counts(),
+            (0, 4, 0),
+            "MistralConfig defaults to a 4096 window"
+        );
+        let v03 =
+            parse(r#"{"model_type": "mistral", "num_hidden_layers": 4, "sliding_window": null}"#);
+        assert_eq!(
+            v03.layer_kind_counts(),
+            (4, 0, 0),
+            "an explicit null has no window"
+        );
+        let qwen = parse(
+            r#"{"model_type": "qwen2", "num_hidden_layers": 6, "use_sliding_window": true,
+            "sliding_window": 1024, "max_window_layers": 4}"#,
+        );
+        assert_eq!(qwen.layer_kind_counts(), (4, 2, 0));
+        let qwen_off = parse(r#"{"model_type": "qwen2", "sliding_window": 32768}"#);
+        assert_eq!(qwen_off.layer_kind_counts(), (32, 0, 0));
+        let phi = parse(r#"{"model_type": "phi3", "sliding_window": 2047}"#);
+        assert_eq!(phi.layer_kind_counts(), (0, 32, 0));
+        let oss = parse(r#"{"model_type": "gpt_oss", "num_hidden_layers": 4}"#);
+        assert_eq!(oss.layer_kind_counts(), (2, 2, 0));
+        let star = parse(r#"{"model_type": "starcoder2"}"#);
+        assert_eq!(star.layer_linears().len(), 6, "c_fc and c_proj, no gate");
+    }
+
+    #[test]
+    fn moe_counts_every_expert_and_the_active_ones() {
+        // Qwen3-30B-A3B's shape (defaults fill the rest).
+        let m = parse(
+            r#"{"model_type": "qwen3_moe", "hidden_size": 2048, "num_hidden_layers": 48,
+            "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
+            "moe_intermediate_size": 768, "num_experts": 128, "num_experts_per_tok": 8}"#,
+        );
+        let moe = m.moe.clone().unwrap();
+        assert_eq!(
+            (moe.num_experts, moe.experts_per_token, moe.sparse_layers),
+            (128, 8, 48)
+        );
+        let attention = 2048 * 4096 * 2 + 2 * 512 * 2048; // q, o; k, v
+        let expert = 3 * 768 * 2048;
+        assert_eq!(m.decoder_linear_params(), 48 * (attention + 128 * expert));
+        assert_eq!(m.router_params(), 48 * 128 * 2048);
+        assert_eq!(
+            m.active_params_per_token(),
+            48 * (attention + 8 * expert) + 48 * 128 * 2048 + 151_936 * 2048
+        );
+        // Qwen1.5-MoE: a shared expert and its gate; mlp_only_layers stay dense.
+        let m =
+            parse(r#"{"model_type": "qwen2_moe", "num_hidden_layers": 4, "mlp_only_layers": [0]}"#);
+        let moe = m.moe.clone().unwrap();
+        assert_eq!(
+            (moe.sparse_layers, moe.shared_expert_intermediate_size),
+            (3, 5632)
+        );
+        assert_eq!(m.router_params(), 3 * (60 * 2048 + 2048));
+    }
+
+    #[test]
+    fn context_limit_follows_yarn() {
+        let m = parse(
+            r#"{"model_type": "qwen3", "max_position_embeddings": 40960,
+            "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}"#,
+        );
+        let limit = m.context_limit.unwrap();
+        assert_eq!(limit.tokens, 131_072);
+        assert!(limit.source.contains("yarn"), "{}", limit.source);
+        let m = parse(
+            r#"{"model_type": "llama", "max_position_embeddings": 131072,
+            "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}"#,
+        );
+        assert_eq!(m.context_limit.unwrap().tokens, 131_072);
+    }
+
     #[test]
     fn bad_fields_are_65_and_named() {
         let cases = [
@@ -487,10 +1040,29 @@ mod tests {
                 "\"hidden_size\" is missing",
             ),
             (
-                r#"{"hidden_size": -5}"#,
+                r#"{"model_type": "llama", "hidden_size": -5}"#,
                 "\"hidden_size\" must be a non-negative integer",
             ),
-            (r#"{"hidden_size": 0}"#, "\"hidden_size\" must be positive"),
+            (
+                r#"{"model_type": "llama", "hidden_size": 0}"#,
+                "\"hidden_size\" must be positive",
+            ),
+            (
+                r#"{"model_type": "mystery", "hidden_size": 8, "num_attention_heads": 2}"#,
+                "fields \"intermediate_size\", \"num_hidden_layers\", \"vocab_size\" are missing (model_type \"mystery\" is not a family edgeplan has defaults for)",
+            ),
+            (
+                r#"{"model_type": "deepseek_v2", "hidden_size": 8, "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "vocab_size": 4, "kv_lora_rank": 4}"#,
+                "\"qk_nope_head_dim\" is missing",
+            ),
+            (
+                r#"{"model_type": "gemma3", "text_config": {"sliding_window_pattern": 0}}"#,
+                "\"sliding_window_pattern\" must be positive",
+            ),
+            (
+                r#"{"model_type": "qwen3_moe", "num_experts_per_tok": 500}"#,
+                "\"num_experts_per_tok\" (500) must be between 1 and the 128 experts",
+            ),
             (
                 r#"{"hidden_size": 8, "intermediate_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2, "vocab_size": 4, "layer_types": ["full_attention"]}"#,
                 "\"layer_types\" has 1 entries",
@@ -501,7 +1073,7 @@ mod tests {
             ),
             (
                 r#"{"hidden_size": 8, "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "vocab_size": 4, "num_experts": 8}"#,
-                "\"num_experts\"",
+                "\"num_experts_per_tok\" is missing but the model has experts",
             ),
             (
                 r#"{"hidden_size": 8, "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 3, "vocab_size": 4}"#,

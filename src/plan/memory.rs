@@ -3,19 +3,27 @@
 //! [`PathSpec`] and the profile's memory facts; docs/memory.md has the formulas and a
 //! worked example.
 //!
-//! - **Weights**: the decoder linears at the path's bits per weight; the embedding and
-//!   norms at bf16; the lm_head as the path keeps it (a 4-bit path stores its own
-//!   quantized copy, untied from the embedding, so a tied model pays for it on top; a
-//!   16-bit path shares a tied embedding and stores an untied head at 16 bits).
-//! - **KV cache**: `2 (K, V) × kv_heads × head_dim × dtype bytes` per token per layer,
-//!   for `context` tokens on full-attention layers, `min(context, window)` on sliding
-//!   ones, none on linear-attention layers, times the concurrent sequences. The "flat"
-//!   figure charges every layer the whole context (what an engine without hybrid-cache
-//!   support allocates); both are reported, and their difference.
+//! - **Weights**: the decoder linears (every expert of a MoE model) at the path's bits
+//!   per weight; the embedding, norms and MoE routers at bf16; the lm_head as the path
+//!   keeps it (a 4-bit path stores its own quantized copy, untied from the embedding,
+//!   so a tied model pays for it on top; a 16-bit path shares a tied embedding and
+//!   stores an untied head at 16 bits).
+//! - **KV cache, two figures.** The architecture's: `2 (K, V) × kv_heads × head_dim ×
+//!   dtype bytes` per token per layer, for `context` tokens on full-attention layers,
+//!   `min(context, window)` on sliding ones, none on linear-attention layers, times the
+//!   sequences (and a "flat" figure charging every layer the whole context). The
+//!   engine's: what vLLM V1 allocates for it (16- or 128-token blocks, a sliding layer
+//!   holding `window - 1 + max_num_batched_tokens` tokens plus a block, layers grouped
+//!   by kind with padding), given `gpu_memory_utilization` of a GPU or
+//!   `VLLM_CPU_KVCACHE_SPACE` whole GiB on a CPU. `fits` is decided on the engine's
+//!   figure where the path runs in vLLM, else on the architecture's.
 //! - **Budget**: CPU classes (and phones) the usable RAM: MemAvailable, or the cgroup
 //!   limit when that is lower; a discrete GPU its memory (one GPU; unknown when the
 //!   profile has no figure); a Jetson its unified memory less [`JETSON_OS_RESERVE`].
 //!   A headroom fraction (default [`DEFAULT_HEADROOM`]) is kept free.
+//! - **Engine kwargs**: the `max_model_len`, `max_num_seqs`, `max_num_batched_tokens`
+//!   (and on a GPU `gpu_memory_utilization`) the engine figure assumed, for the plan's
+//!   `engine_kwargs`.
 //!
 //! Not in here: activations, the allocator's overhead and the engine's own buffers,
 //! which the headroom stands in for.
@@ -37,6 +45,14 @@ pub const JETSON_OS_RESERVE: u64 = 2 << 30;
 pub const MAX_CONTEXT_SEARCHED: u64 = 1 << 24;
 
 const GIB: f64 = (1u64 << 30) as f64;
+const GIB_BYTES: u64 = 1 << 30;
+
+/// vLLM's KV block on a GPU (`CacheConfig.block_size` default, vllm/config/cache.py).
+pub const GPU_BLOCK_TOKENS: u64 = 16;
+/// vLLM's KV block on a CPU (`CpuPlatform.check_and_update_config`, vllm/platforms/cpu.py).
+pub const CPU_BLOCK_TOKENS: u64 = 128;
+/// `max_num_seqs` is capped at vLLM's `vllm serve` default.
+pub const MAX_NUM_SEQS_CAP: u64 = 256;
 
 /// What the fit was asked about.
 #[derive(Debug, Clone)]
@@ -102,6 +118,49 @@ pub struct WeightBytes {
     pub lm_head: u64,
     /// RMSNorm weights, bf16.
     pub norms: u64,
+    /// MoE routers (and shared-expert gates), bf16; 0 for a dense model.
+    #[serde(default)]
+    pub router: u64,
+}
+
+impl WeightBytes {
+    pub fn total(&self) -> u64 {
+        self.linears + self.embedding + self.lm_head + self.norms + self.router
+    }
+}
+
+/// The KV cache as vLLM V1 allocates it (`engine` in the plan JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineKv {
+    /// Tokens per KV block.
+    pub block_size: u64,
+    /// The prefill chunk (`max_num_batched_tokens`) a sliding layer holds beyond its window.
+    pub max_num_batched_tokens: u64,
+    /// Layers per KV cache group (every group of a hybrid model has this many).
+    pub group_size: u64,
+    /// One entry per layer kind that holds KV.
+    pub groups: Vec<EngineGroup>,
+    /// KV bytes one sequence of `context` tokens is allocated.
+    pub bytes_per_sequence: u64,
+    /// The memory the engine gets for KV (`null` when the budget is unknown).
+    pub kv_space_bytes: Option<u64>,
+    /// Where that figure came from.
+    pub kv_space_source: String,
+}
+
+/// One layer kind's KV cache groups, as vLLM lays them out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineGroup {
+    pub kind: LayerKindName,
+    pub layers: u64,
+    /// Groups of `group_size` layers this kind fills.
+    pub groups: u64,
+    /// Empty slots in the last group, paid for like layers.
+    pub padding_layers: u64,
+    /// Tokens each layer is allocated per sequence (whole blocks).
+    pub tokens_per_sequence: u64,
+    /// Bytes per sequence, padding included.
+    pub bytes: u64,
 }
 
 /// KV cache of one layer kind.
@@ -139,6 +198,20 @@ pub struct MemoryFit {
     /// `kv_flat_bytes - kv_bytes`.
     pub kv_saved_bytes: u64,
     pub kv_by_layer_kind: Vec<KvPart>,
+    /// KV cache as vLLM V1 allocates it for these sequences; `null` on a path that
+    /// does not run in vLLM. `fits` is decided on this figure when it is there.
+    pub kv_engine_bytes: Option<u64>,
+    pub engine: Option<EngineKv>,
+    /// The model's longest context (`max_position_embeddings`, stretched by YaRN);
+    /// `null` when the config does not say.
+    pub context_limit: Option<u64>,
+    pub context_limit_source: Option<String>,
+    /// True when `context` is past `context_limit`: vLLM refuses such a
+    /// `max_model_len` unless `VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`.
+    pub beyond_context_limit: bool,
+    /// MoE only: the linear parameters one token passes through (speed), beside the
+    /// stored weights of every expert (memory).
+    pub active_params_per_token: Option<u64>,
     /// What the device offers the model, before headroom; `null` when unknown.
     pub budget_bytes: Option<u64>,
     /// Where the budget came from.
@@ -157,6 +230,9 @@ pub struct MemoryFit {
     /// `null` under 1 GiB, since vLLM reads 0 as "choose for me".
     pub vllm_cpu_kvcache_space_gib: Option<u64>,
     pub notes: Vec<String>,
+    /// What the fit adds to the plan's `engine_kwargs` (shown there, not here).
+    #[serde(skip)]
+    pub engine_kwargs: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Bytes for `params` weights at `bits` each, rounded up.
@@ -178,6 +254,7 @@ pub fn weight_bytes(model: &ModelShape, path: &PathSpec) -> WeightBytes {
         embedding: model.embedding_params() * 2,
         lm_head,
         norms: model.norm_params() * 2,
+        router: model.router_params() * 2,
     }
 }
 
@@ -315,58 +392,252 @@ fn largest(hi: u64, ok: impl Fn(u64) -> bool) -> Option<u64> {
     Some(lo)
 }
 
+/// How vLLM V1 would be set up on a device: KV block and prefill chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineSetup {
+    pub block_size: u64,
+    pub max_num_batched_tokens: u64,
+}
+
+/// vLLM's setup on this class of device; `None` where vLLM does not run (phones).
+/// The prefill chunk is `vllm serve`'s default (`EngineArgs.get_batch_defaults` in
+/// vllm/engine/arg_utils.py): 8192 on a GPU of 70 GiB or more that is not an A100,
+/// else 2048 (CPUs too).
+pub fn engine_setup(profile: &Profile) -> Option<EngineSetup> {
+    let big_gpu = |bytes: Option<u64>, name: &str| {
+        bytes.is_some_and(|b| b >= 70 * GIB_BYTES) && !name.to_ascii_lowercase().contains("a100")
+    };
+    let (block_size, max_num_batched_tokens) = match profile.hardware_class {
+        HardwareClass::X86Cpu | HardwareClass::Arm64Cpu => (CPU_BLOCK_TOKENS, 2048),
+        HardwareClass::CudaDiscrete => {
+            let gpu = profile
+                .gpus
+                .iter()
+                .find(|g| g.vendor.eq_ignore_ascii_case("nvidia"));
+            let big = gpu.is_some_and(|g| big_gpu(g.memory_bytes, g.name.as_deref().unwrap_or("")));
+            (GPU_BLOCK_TOKENS, if big { 8192 } else { 2048 })
+        }
+        HardwareClass::Jetson => {
+            let big = big_gpu(profile.memory.total_bytes, "jetson");
+            (GPU_BLOCK_TOKENS, if big { 8192 } else { 2048 })
+        }
+        HardwareClass::NpuPhone => return None,
+    };
+    Some(EngineSetup {
+        block_size,
+        max_num_batched_tokens,
+    })
+}
+
+/// The KV cache vLLM V1 allocates one sequence of `context` tokens: per layer, whole
+/// blocks of the full context (`FullAttentionSpec.max_memory_usage_bytes`) or of
+/// `min(window - 1 + max_num_batched_tokens, context)` tokens plus one block
+/// (`SlidingWindowSpec.max_memory_usage_bytes`, vllm/v1/kv_cache_interface.py); layers
+/// grouped by kind into groups of equal size, the last group of a kind padded
+/// (`_get_kv_cache_groups_uniform_page_size`, vllm/v1/core/kv_cache_utils.py).
+/// Returns (group size, groups, bytes per sequence).
+pub fn engine_layout(
+    model: &ModelShape,
+    context: u64,
+    dtype: KvDtype,
+    setup: EngineSetup,
+) -> (u64, Vec<EngineGroup>, u64) {
+    let block = setup.block_size;
+    let per_token = model.kv_bytes_per_token_per_layer(dtype.bytes());
+    let (full, sliding, _) = model.layer_kind_counts();
+    let mut kinds: Vec<(LayerKindName, u64, u64)> = Vec::new();
+    if full > 0 {
+        kinds.push((
+            LayerKindName::FullAttention,
+            full,
+            context.div_ceil(block).saturating_mul(block),
+        ));
+    }
+    if sliding > 0 {
+        let window = model.sliding_window.unwrap_or(context);
+        let held = (window.saturating_sub(1))
+            .saturating_add(setup.max_num_batched_tokens)
+            .min(context);
+        kinds.push((
+            LayerKindName::SlidingAttention,
+            sliding,
+            (held.div_ceil(block) + 1).saturating_mul(block),
+        ));
+    }
+    let min = kinds.iter().map(|k| k.1).min().unwrap_or(0);
+    let max = kinds.iter().map(|k| k.1).max().unwrap_or(0);
+    // vLLM takes the smaller count as the group size, or the larger one when it is
+    // under 1.25 times the smaller (`max_num_layers < min_num_layers * 1.25`).
+    let group_size = if 4 * max < 5 * min { max } else { min };
+    let mut per_sequence = 0u64;
+    let groups = kinds
+        .into_iter()
+        .map(|(kind, layers, tokens)| {
+            let groups = layers.div_ceil(group_size.max(1));
+            let slots = groups * group_size;
+            let bytes = slots.saturating_mul(tokens).saturating_mul(per_token);
+            per_sequence = per_sequence.saturating_add(bytes);
+            EngineGroup {
+                kind,
+                layers,
+                groups,
+                padding_layers: slots - layers,
+                tokens_per_sequence: tokens,
+                bytes,
+            }
+        })
+        .collect();
+    (group_size, groups, per_sequence)
+}
+
 /// The fit of `request` on `profile` with `path`.
 pub fn fit(profile: &Profile, path: &PathSpec, request: &FitRequest) -> MemoryFit {
     let model = &request.model;
+    let (context, seqs, dtype) = (request.context, request.concurrency, request.kv_dtype);
     let weights = weight_bytes(model, path);
-    let weights_bytes = weights.linears + weights.embedding + weights.lm_head + weights.norms;
-    let parts = kv_parts(
-        model,
-        request.context,
-        request.concurrency,
-        request.kv_dtype,
-    );
+    let weights_bytes = weights.total();
+    let parts = kv_parts(model, context, seqs, dtype);
     let kv_bytes = parts.iter().map(|p| p.bytes).fold(0, u64::saturating_add);
     let kv_flat_bytes = model
         .num_hidden_layers
-        .saturating_mul(model.kv_bytes_per_token_per_layer(request.kv_dtype.bytes()))
-        .saturating_mul(request.context)
-        .saturating_mul(request.concurrency);
+        .saturating_mul(model.kv_bytes_per_token_per_layer(dtype.bytes()))
+        .saturating_mul(context)
+        .saturating_mul(seqs);
     let (budget_bytes, budget_source) = budget(profile);
     let headroom_bytes = budget_bytes.map(|b| (b as f64 * request.headroom) as u64);
     let usable = budget_bytes.zip(headroom_bytes).map(|(b, h)| b - h.min(b));
     let kv_space = usable.map(|u| u.saturating_sub(weights_bytes));
-    let fits = usable.map(|u| weights_bytes.saturating_add(kv_bytes) <= u);
-    let (max_context, max_concurrency) = match (usable, kv_space) {
-        (Some(room), Some(space)) if weights_bytes <= room => {
-            let kv = |n, c| kv_total(model, n, c, request.kv_dtype);
-            let ctx = largest(MAX_CONTEXT_SEARCHED, |n| {
-                kv(n, request.concurrency) <= space
-            });
-            let seqs = largest(u64::from(u32::MAX), |c| kv(request.context, c) <= space);
-            (Some(ctx.unwrap_or(0)), Some(seqs.unwrap_or(0)))
-        }
-        (Some(_), _) => (Some(0), Some(0)),
-        (None, _) => (None, None),
-    };
     let cpu_vllm = path.runs_in_vllm
         && matches!(
             profile.hardware_class,
             HardwareClass::X86Cpu | HardwareClass::Arm64Cpu
         );
+    let gpu_vllm = path.runs_in_vllm
+        && matches!(
+            profile.hardware_class,
+            HardwareClass::CudaDiscrete | HardwareClass::Jetson
+        );
     // vLLM reads 0 (or unset) as "size it yourself", so under 1 GiB nothing is stated.
-    let vllm_cpu_kvcache_space_gib = kv_space
-        .map(|s| (s as f64 / GIB).floor() as u64)
-        .filter(|g| cpu_vllm && *g >= 1);
+    let whole_gib = kv_space.map(|s| s / GIB_BYTES);
+    let vllm_cpu_kvcache_space_gib = whole_gib.filter(|g| cpu_vllm && *g >= 1);
+
+    let setup = engine_setup(profile).filter(|_| path.runs_in_vllm);
+    let engine = setup.map(|setup| {
+        let (group_size, groups, bytes_per_sequence) = engine_layout(model, context, dtype, setup);
+        let (kv_space_bytes, kv_space_source) = if cpu_vllm {
+            (
+                whole_gib.map(|g| g * GIB_BYTES),
+                "VLLM_CPU_KVCACHE_SPACE: whole GiB of the budget left after weights and headroom"
+                    .to_string(),
+            )
+        } else {
+            (
+                kv_space,
+                format!(
+                    "gpu_memory_utilization {} of the budget, less the weights",
+                    gpu_utilization(request.headroom)
+                ),
+            )
+        };
+        EngineKv {
+            block_size: setup.block_size,
+            max_num_batched_tokens: setup.max_num_batched_tokens,
+            group_size,
+            groups,
+            bytes_per_sequence,
+            kv_space_bytes,
+            kv_space_source,
+        }
+    });
+    let kv_engine_bytes = engine
+        .as_ref()
+        .map(|e| e.bytes_per_sequence.saturating_mul(seqs));
+
+    // What decides: the engine's allocation where vLLM runs, else the architecture's.
+    let space = match &engine {
+        Some(e) => e.kv_space_bytes,
+        None => kv_space,
+    };
+    let need = |n: u64, c: u64| -> u64 {
+        match setup {
+            Some(s) => engine_layout(model, n, dtype, s).2.saturating_mul(c),
+            None => kv_total(model, n, c, dtype),
+        }
+    };
+    let weights_fit = usable.map(|u| weights_bytes <= u);
+    let fits = weights_fit
+        .zip(space)
+        .map(|(w, s)| w && need(context, seqs) <= s);
+    let context_limit = model.context_limit.as_ref().map(|l| l.tokens);
+    let search_to = context_limit.map_or(MAX_CONTEXT_SEARCHED, |l| l.min(MAX_CONTEXT_SEARCHED));
+    let (max_context, max_concurrency) = match (weights_fit, space) {
+        (Some(true), Some(space)) => {
+            let ctx = largest(search_to, |n| need(n, seqs) <= space);
+            let per_seq = need(context, 1).max(1);
+            let most = (space / per_seq).min(u64::from(u32::MAX));
+            (Some(ctx.unwrap_or(0)), Some(most))
+        }
+        (Some(false), _) | (Some(true), None) => (Some(0), Some(0)),
+        (None, _) => (None, None),
+    };
+    let beyond_context_limit = context_limit.is_some_and(|l| context > l);
 
     let mut notes = Vec::new();
+    if !model.defaulted.is_empty() {
+        let family = model.model_type.as_deref().unwrap_or("the family");
+        notes.push(format!(
+            "the config leaves out {}: {family}'s transformers defaults were used",
+            model.defaulted.join(", ")
+        ));
+    }
+    if model.multimodal {
+        notes.push("read from the config's text_config: the vision (or audio) encoder's weights are not counted".into());
+    }
+    if let Some(m) = &model.mla {
+        notes.push(format!(
+            "latent attention: the KV cache holds one compressed latent of {} values per token and layer (kv_lora_rank + qk_rope_head_dim), as vLLM caches it; transformers' own cache holds the decompressed K and V",
+            m.kv_lora_rank + m.qk_rope_head_dim
+        ));
+    }
+    if let Some(m) = &model.moe {
+        notes.push(format!(
+            "mixture of experts: {} experts ({} per token) in {} of {} layers; the weights hold every expert ({} linear parameters), a token passes through {} (decode speed follows the active parameters, memory the total)",
+            m.num_experts,
+            m.experts_per_token,
+            m.sparse_layers,
+            model.num_hidden_layers,
+            model.decoder_linear_params(),
+            model.active_params_per_token()
+        ));
+    }
+    if beyond_context_limit && let Some(l) = &model.context_limit {
+        notes.push(format!(
+            "--context {context} is past the model's limit of {} tokens ({}): vLLM refuses a longer max_model_len unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, and quality past the trained length is not assured",
+            l.tokens, l.source
+        ));
+    }
     if path.lm_head == LmHead::Quantized && model.tie_word_embeddings {
         notes.push(format!(
             "{} ties its lm_head to the embedding; the {} build stores its own quantized lm_head as well ({} bytes)",
             model.name, path.name, weights.lm_head
         ));
     }
-    if cpu_vllm && request.kv_dtype.bytes() < 2 {
+    if let Some(e) = &engine {
+        let padding: u64 = e.groups.iter().map(|g| g.padding_layers).sum();
+        if padding > 0 {
+            notes.push(format!(
+                "vLLM groups the layers {} at a time and pads the last group of a kind: {padding} padding layer(s) are allocated like real ones",
+                e.group_size
+            ));
+        }
+        if model.layer_kind_counts().2 > 0 {
+            notes.push(
+                "the linear-attention layers' fixed-size state is not counted in either KV figure"
+                    .into(),
+            );
+        }
+    }
+    if cpu_vllm && dtype.bytes() < 2 {
         notes.push("vLLM's CPU backend ignores a quantized KV cache dtype and stores it as the model dtype; the figures use the dtype asked for".into());
     }
     if profile.hardware_class == HardwareClass::NpuPhone {
@@ -377,17 +648,44 @@ pub fn fit(profile: &Profile, path: &PathSpec, request: &FitRequest) -> MemoryFi
             "the largest context is at least {MAX_CONTEXT_SEARCHED} tokens (the search stops there)"
         ));
     }
+
+    // The serve line's flags: what the engine figure assumed, so that it starts.
+    let mut engine_kwargs = serde_json::Map::new();
+    if path.runs_in_vllm && fits != Some(false) {
+        engine_kwargs.insert("max_model_len".into(), context.into());
+        if let Some(e) = &engine {
+            engine_kwargs.insert(
+                "max_num_batched_tokens".into(),
+                e.max_num_batched_tokens.into(),
+            );
+        }
+        if let Some(most) = max_concurrency.filter(|m| *m >= 1) {
+            engine_kwargs.insert("max_num_seqs".into(), most.min(MAX_NUM_SEQS_CAP).into());
+        }
+        if gpu_vllm {
+            engine_kwargs.insert(
+                "gpu_memory_utilization".into(),
+                gpu_utilization(request.headroom).into(),
+            );
+        }
+    }
     MemoryFit {
         model: model.name.clone(),
-        context: request.context,
-        concurrency: request.concurrency,
-        kv_dtype: request.kv_dtype,
+        context,
+        concurrency: seqs,
+        kv_dtype: dtype,
         weights_bytes,
         weights,
         kv_bytes,
         kv_flat_bytes,
         kv_saved_bytes: kv_flat_bytes.saturating_sub(kv_bytes),
         kv_by_layer_kind: parts,
+        kv_engine_bytes,
+        engine,
+        context_limit,
+        context_limit_source: model.context_limit.as_ref().map(|l| l.source.clone()),
+        beyond_context_limit,
+        active_params_per_token: model.moe.as_ref().map(|_| model.active_params_per_token()),
         budget_bytes,
         budget_source,
         headroom: request.headroom,
@@ -397,7 +695,13 @@ pub fn fit(profile: &Profile, path: &PathSpec, request: &FitRequest) -> MemoryFi
         max_concurrency,
         vllm_cpu_kvcache_space_gib,
         notes,
+        engine_kwargs,
     }
+}
+
+/// `gpu_memory_utilization` for a headroom fraction: the share vLLM may take.
+fn gpu_utilization(headroom: f64) -> f64 {
+    ((1.0 - headroom) * 10_000.0).round() / 10_000.0
 }
 
 /// Bytes as GiB with two decimals, plus the exact count.
@@ -407,20 +711,35 @@ pub fn gib(bytes: u64) -> String {
 
 /// The one line `plan` prints on stderr when nothing fits (exit 3).
 pub fn does_not_fit_line(device: &str, fit: &MemoryFit) -> String {
-    let need = fit.weights_bytes.saturating_add(fit.kv_bytes);
+    let kv = fit.kv_engine_bytes.unwrap_or(fit.kv_bytes);
+    let need = fit.weights_bytes.saturating_add(kv);
     let room = fit.budget_bytes.unwrap_or(0)
         - fit
             .headroom_bytes
             .unwrap_or(0)
             .min(fit.budget_bytes.unwrap_or(0));
+    let which = if fit.kv_engine_bytes.is_some() {
+        " as vLLM allocates it"
+    } else {
+        ""
+    };
+    let space = match &fit.engine {
+        Some(e) if fit.vllm_cpu_kvcache_space_gib.is_some() || e.kv_space_bytes == Some(0) => {
+            format!(
+                " ({:.2} GiB of it for the KV cache)",
+                e.kv_space_bytes.unwrap_or(0) as f64 / GIB
+            )
+        }
+        _ => String::new(),
+    };
     let head = format!(
-        "{device}: {} at {} tokens x {} sequence(s) needs {:.2} GiB (weights {:.2} + KV {:.2}) but {:.2} GiB is usable ({:.0}% headroom kept)",
+        "{device}: {} at {} tokens x {} sequence(s) needs {:.2} GiB (weights {:.2} + KV {:.2}{which}) but {:.2} GiB is usable ({:.0}% headroom kept){space}",
         fit.model,
         fit.context,
         fit.concurrency,
         need as f64 / GIB,
         fit.weights_bytes as f64 / GIB,
-        fit.kv_bytes as f64 / GIB,
+        kv as f64 / GIB,
         room as f64 / GIB,
         fit.headroom * 100.0
     );
@@ -458,11 +777,17 @@ pub fn env_vars(fit: &MemoryFit) -> Vec<(&'static str, String)> {
         ("EDGEPLAN_MEMORY_FITS", fits.to_string()),
         ("EDGEPLAN_WEIGHTS_BYTES", fit.weights_bytes.to_string()),
         ("EDGEPLAN_KV_BYTES", fit.kv_bytes.to_string()),
+        ("EDGEPLAN_KV_ENGINE_BYTES", opt(fit.kv_engine_bytes)),
         ("EDGEPLAN_BUDGET_BYTES", opt(fit.budget_bytes)),
         ("EDGEPLAN_MAX_CONTEXT", opt(fit.max_context)),
+        ("EDGEPLAN_CONTEXT_LIMIT", opt(fit.context_limit)),
     ];
     if let Some(gib) = fit.vllm_cpu_kvcache_space_gib {
         vars.push(("EDGEPLAN_VLLM_CPU_KVCACHE_SPACE", gib.to_string()));
+    }
+    // Past the model's limit vLLM starts only with this set; the plan flags it.
+    if fit.beyond_context_limit && fit.engine_kwargs.contains_key("max_model_len") {
+        vars.push(("EDGEPLAN_VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1".into()));
     }
     vars
 }
@@ -505,6 +830,17 @@ pub fn rows(fit: &MemoryFit) -> Vec<(String, String)> {
         ("  embedding (bf16)".into(), gib(fit.weights.embedding)),
         ("  lm_head".into(), gib(fit.weights.lm_head)),
         ("  norms (bf16)".into(), gib(fit.weights.norms)),
+    ];
+    if fit.weights.router > 0 {
+        rows.push(("  MoE routers (bf16)".into(), gib(fit.weights.router)));
+    }
+    if let Some(active) = fit.active_params_per_token {
+        rows.push((
+            "active params/token".into(),
+            format!("{active} (of the weights above, per decoded token)"),
+        ));
+    }
+    rows.extend([
         ("KV cache by layer type".into(), gib(fit.kv_bytes)),
         (
             "KV cache, flat".into(),
@@ -514,6 +850,52 @@ pub fn rows(fit: &MemoryFit) -> Vec<(String, String)> {
                 gib(fit.kv_saved_bytes)
             ),
         ),
+    ]);
+    if let (Some(bytes), Some(e)) = (fit.kv_engine_bytes, &fit.engine) {
+        let kinds: Vec<String> = e
+            .groups
+            .iter()
+            .map(|g| {
+                let kind = match g.kind {
+                    LayerKindName::FullAttention => "full",
+                    LayerKindName::SlidingAttention => "sliding",
+                    LayerKindName::LinearAttention => "linear",
+                };
+                format!(
+                    "{} {kind} x {} tokens",
+                    g.groups * e.group_size,
+                    g.tokens_per_sequence
+                )
+            })
+            .collect();
+        rows.push((
+            "KV cache, vLLM allocates".into(),
+            format!(
+                "{} ({}; {}-token blocks, prefill chunk {})",
+                gib(bytes),
+                kinds.join(", "),
+                e.block_size,
+                e.max_num_batched_tokens
+            ),
+        ));
+        if let Some(space) = e.kv_space_bytes {
+            rows.push((
+                "KV space for vLLM".into(),
+                format!("{}: {}", gib(space), e.kv_space_source),
+            ));
+        }
+    }
+    rows.push((
+        "context limit".into(),
+        match (&fit.context_limit, &fit.context_limit_source) {
+            (Some(l), Some(src)) if fit.beyond_context_limit => {
+                format!("{l} tokens ({src}): --context {} IS PAST IT", fit.context)
+            }
+            (Some(l), Some(src)) => format!("{l} tokens ({src})"),
+            _ => "unknown (the config has no max_position_embeddings)".into(),
+        },
+    ));
+    rows.extend([
         (
             "budget".into(),
             match fit.budget_bytes {
@@ -548,7 +930,7 @@ pub fn rows(fit: &MemoryFit) -> Vec<(String, String)> {
                 .map(|c| format!("{c} at {} tokens", fit.context))
                 .unwrap_or_else(|| "unknown".into()),
         ),
-    ];
+    ]);
     if let Some(g) = fit.vllm_cpu_kvcache_space_gib {
         rows.push((
             "VLLM_CPU_KVCACHE_SPACE".into(),
@@ -578,7 +960,8 @@ mod tests {
                 linears: 748_683_264,
                 embedding: 622_329_856,
                 lm_head: 165_306_368,
-                norms: 233_472
+                norms: 233_472,
+                router: 0
             }
         );
         // bf16: 2 bytes per weight and the tied head shares the embedding.
@@ -589,9 +972,87 @@ mod tests {
                 linears: 2_818_572_288,
                 embedding: 622_329_856,
                 lm_head: 0,
-                norms: 233_472
+                norms: 233_472,
+                router: 0
             }
         );
+    }
+
+    fn shape(text: &str) -> ModelShape {
+        ModelShape::from_config_json(text, "t.json").unwrap()
+    }
+
+    #[test]
+    fn engine_layout_pads_the_last_group_of_a_kind() {
+        // gemma-3-1b: 26 layers, every 6th global: 4 full, 22 sliding (window 512);
+        // 1 KV head of 256: 1,024 B per token per layer.
+        let m = shape(
+            r#"{"model_type": "gemma3_text", "num_hidden_layers": 26, "num_key_value_heads": 1,
+            "sliding_window": 512}"#,
+        );
+        let setup = EngineSetup {
+            block_size: 16,
+            max_num_batched_tokens: 8192,
+        };
+        let (g, groups, bytes) = engine_layout(&m, 32768, KvDtype::Bf16, setup);
+        assert_eq!(g, 4, "the smaller count: 22 is not under 1.25 x 4");
+        assert_eq!((groups[0].groups, groups[0].padding_layers), (1, 0));
+        // 22 sliding layers fill 6 groups of 4: 2 padding layers.
+        assert_eq!((groups[1].groups, groups[1].padding_layers), (6, 2));
+        // min(511 + 8192, 32768) = 8703 tokens: 544 blocks, plus one = 8,720 tokens.
+        assert_eq!(groups[1].tokens_per_sequence, 8720);
+        assert_eq!(bytes, 1024 * (4 * 32768 + 24 * 8720));
+        // Short contexts: a sliding layer holds the whole context, plus a block.
+        let (_, groups, _) = engine_layout(&m, 100, KvDtype::Bf16, setup);
+        assert_eq!(groups[0].tokens_per_sequence, 112);
+        assert_eq!(groups[1].tokens_per_sequence, 128);
+    }
+
+    #[test]
+    fn engine_groups_take_the_larger_count_when_close() {
+        // gpt-oss style, 25 layers alternating: 13 sliding, 12 full. 13 < 1.25 x 12, so
+        // groups of 13 and one padding layer among the full ones (vLLM's own example).
+        let m = shape(r#"{"model_type": "gpt_oss", "num_hidden_layers": 25}"#);
+        let setup = EngineSetup {
+            block_size: 16,
+            max_num_batched_tokens: 2048,
+        };
+        let (g, groups, _) = engine_layout(&m, 4096, KvDtype::Bf16, setup);
+        assert_eq!(g, 13);
+        assert_eq!(groups[0].padding_layers, 1);
+        assert_eq!(groups[1].padding_layers, 0);
+    }
+
+    #[test]
+    fn engine_setup_per_class() {
+        let g = 1u64 << 30;
+        let cpu = profile(HardwareClass::X86Cpu, (Some(64 * g), Some(60 * g), None));
+        assert_eq!(
+            engine_setup(&cpu),
+            Some(EngineSetup {
+                block_size: 128,
+                max_num_batched_tokens: 2048
+            })
+        );
+        let mut gpu = profile(HardwareClass::CudaDiscrete, (None, None, None));
+        gpu.gpus.push(crate::profile::Gpu {
+            vendor: "nvidia".into(),
+            name: Some("NVIDIA A100-SXM4-80GB".into()),
+            memory_bytes: Some(80 * g),
+            ..Default::default()
+        });
+        assert_eq!(
+            engine_setup(&gpu).map(|s| s.max_num_batched_tokens),
+            Some(2048),
+            "vLLM keeps the small chunk on an A100"
+        );
+        gpu.gpus[0].name = Some("NVIDIA H100 80GB HBM3".into());
+        assert_eq!(
+            engine_setup(&gpu).map(|s| (s.block_size, s.max_num_batched_tokens)),
+            Some((16, 8192))
+        );
+        let phone = profile(HardwareClass::NpuPhone, (Some(12 * g), Some(8 * g), None));
+        assert_eq!(engine_setup(&phone), None);
     }
 
     #[test]

@@ -211,6 +211,17 @@ pub fn run(args: PlanArgs) -> anyhow::Result<Exit> {
         let mut plan = plan_one(one, request.priority, &catalog);
         if let (Some(fit), Some(spec)) = (&request.fit, catalog.get(&plan.path.name)) {
             let memory = memory::fit(&one.profile, spec, fit);
+            // The fitted max_model_len, max_num_seqs, ... join the path's kwargs.
+            plan.engine_kwargs.extend(memory.engine_kwargs.clone());
+            if memory.beyond_context_limit {
+                eprintln!(
+                    "edgeplan: warning: {}: --context {} is past {}'s limit of {} tokens",
+                    one.label,
+                    memory.context,
+                    memory.model,
+                    memory.context_limit.unwrap_or(0)
+                );
+            }
             if memory.fits == Some(false) {
                 too_big = true;
                 eprintln!(

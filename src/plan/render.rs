@@ -392,7 +392,9 @@ fn fleet_memory_cells(fit: Option<&memory::MemoryFit>) -> [String; 4] {
         fit.max_context
             .map(|c| c.to_string())
             .unwrap_or_else(|| "unknown".into()),
-        gib(fit.weights_bytes.saturating_add(fit.kv_bytes)),
+        gib(fit
+            .weights_bytes
+            .saturating_add(fit.kv_engine_bytes.unwrap_or(fit.kv_bytes))),
         fit.budget_bytes
             .map(gib)
             .unwrap_or_else(|| "unknown".into()),

@@ -1,0 +1,291 @@
+//! Hugging Face config-class defaults, per `model_type`, and each family's rule for
+//! which layers slide.
+//!
+//! A `config.json` written by `save_pretrained` leaves out every key equal to its
+//! config class's default (Gemma 3's `text_config` is the best-known case: no head
+//! counts, no `head_dim`, no vocabulary size), so a reader must know the defaults to get
+//! the shape transformers and vLLM build. The table below is edgeplan's own, written
+//! from the `__init__` defaults (or dataclass fields) of transformers'
+//! `src/transformers/models/<family>/configuration_<family>.py` for each family; only the
+//! keys edgeplan reads are listed. A key whose class default is `None` (for example
+//! `num_key_value_heads` in `LlamaConfig`, which then means "as many as the attention
+//! heads") is left out, so the reader's own fallback applies. docs/memory.md lists the
+//! families.
+
+use serde_json::{Map, Value};
+
+/// How a family decides which layers use the sliding window when the config has no
+/// `layer_types` list (a `layer_types` list always wins).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlidingRule {
+    /// Every layer slides when `sliding_window` is set (not null): Mistral, Mixtral,
+    /// Phi-3, Starcoder2 and any family without a rule of its own.
+    AllWhenSet,
+    /// Layers alternate, sliding first: layer `i` slides when `(i + 1) % 2 != 0`
+    /// (Gemma 2, gpt-oss: `configuration_gemma2.py`, `configuration_gpt_oss.py`).
+    Alternating,
+    /// Every `sliding_window_pattern`-th layer is global, the others slide: layer `i`
+    /// slides when `(i + 1) % pattern != 0` (Gemma 3, `configuration_gemma3.py`).
+    EveryNthGlobal,
+    /// Qwen: only with `use_sliding_window: true`, and then the layers from
+    /// `max_window_layers` on (`configuration_qwen2.py`).
+    QwenSwitch,
+}
+
+/// One family: its `model_type`, the transformers class the defaults come from, the
+/// defaults (a JSON object), its sliding rule and whether its MLP is gated.
+#[derive(Debug, Clone, Copy)]
+pub struct Family {
+    pub model_type: &'static str,
+    /// The transformers config class (in `configuration_<family>.py`).
+    pub class: &'static str,
+    /// Defaults for the keys edgeplan reads, as JSON object text.
+    pub defaults: &'static str,
+    pub sliding: SlidingRule,
+    /// gate + up + down (SwiGLU/GeGLU) when true; up + down (`c_fc`, `c_proj`) when false.
+    pub gated_mlp: bool,
+}
+
+/// Families whose config classes edgeplan knows. A multimodal config is read through
+/// its `text_config`, whose own `model_type` (or the mapping in [`text_family_of`])
+/// picks the row.
+pub const FAMILIES: &[Family] = &[
+    Family {
+        model_type: "llama",
+        class: "LlamaConfig",
+        defaults: r#"{"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
+            "num_hidden_layers": 32, "num_attention_heads": 32, "max_position_embeddings": 2048,
+            "tie_word_embeddings": false}"#,
+        sliding: SlidingRule::AllWhenSet,
+        gated_mlp: true,
+    },
+    Family {
+        model_type: "mistral",
+        class: "MistralConfig",
+        defaults: r#"{"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336,
+            "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+            "max_position_embeddings": 131072, "tie_word_embeddings": false,
+            "sliding_window": 4096}"#,
+        sliding: SlidingRule::AllWhenSet,
+        gated_mlp: true,
+    },
+    Family {
+        model_type: "mixtral",
+        class: "MixtralConfig",
+        defaults: r#"{"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336,
+            "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+            "max_position_embeddings": 131072, "tie_word_embeddings": false,
+            "num_experts_per_tok": 2, "num_local_experts": 8}"#,
+        sliding: SlidingRule::AllWhenSet,
+        gated_mlp: true,
+    },
+    Family {
+        model_type: "qwen2",
+        class: "Qwen2Config",
+        defaults: r#"{"vocab_size": 151936, "hidden_size": 4096, "intermediate_size": 22016,
+            "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32,
+            "max_position_embeddings": 32768, "tie_word_embeddings": false,
+            "use_sliding_window": false, "sliding_window": 4096, "max_window_layers": 28}"#,
+        sliding: SlidingRule::QwenSwitch,
+        gated_mlp: true,
+    },
+    Family {
+        model_type: "qwen2_moe",
+        class: "Qwen2MoeConfig",
+        defaults: r#"{"vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 5632,
+            "num_hidden_layers": 24, "num_attention_heads": 16, "num_key_value_heads": 16,
+            "max_position_embeddings": 32768, "tie_word_embeddings": false,
+            "use_sliding_window": false, "sliding_window": 4096, "max_window_layers": 28,
+            "decoder_sparse_step": 1, "moe_intermediate_size": 1408,
+            "shared_expert_intermediate_size": 5632, "num_experts_per_tok": 4,
+            "num_experts": 60, "mlp_only_layers": []}"#,
+        sliding: SlidingRule::QwenSwitch,
+        gated_mlp: true,
+    },
+    Family {
+        model_type: "qwen3",
+        class: "Qwen3Config",
+        defaults: r#"{"vocab_size": 151936, "hidden_size": 4096, "intermediate_size": 22016,
+            "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32,
+            "head_dim": 128, "max_position_embeddings": 32768, "tie_word_embeddings": false,
+            "use_sliding_window": false, "sliding_window": 4096, "max_window_layers": 28}"#,
+        sliding: SlidingRule::QwenSwitch,
+        gated_mlp: true,
+    },
+    Family {
+        model_type: "qwen3_moe",
+        class: "Qwen3MoeConfig",
+        defaults: r#"{"vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 6144,
+            "num_hidden_layers": 24, "num_attention_heads": 32, "num_key_value_heads": 4,
+            "max_position_embeddings": 32768, "tie_word_embeddings": false,
+            "use_sliding_window": false, "sliding_window": 4096, "max_window_layers": 28,
+            "decoder_sparse_step": 1, "moe_intermediate_size": 768,
+            "num_experts_per_tok": 8, "num_experts": 128, "mlp_only_layers": []}"#,
+        sliding: SlidingRule::QwenSwitch,
+        gated_mlp: true,
+    },
+    Family {
+        model_type: "gemma",
+        class: "GemmaConfig",
+        defaults: r#"{"vocab_size": 256000, "hidden_size": 3072, "intermediate_size": 24576,
+            "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 16,
+            "head_dim": 256, "max_position_embeddings": 8192, "tie_word_embeddings": true}"#,
+        sliding: SlidingRule::AllWhenSet,
+        gated_mlp: true,
+    },
+    Family {
+        model_type: "gemma2",
+        class: "Gemma2Config",
+        defaults: r#"{"vocab_size": 256000, "hidden_size": 2304, "intermediate_size": 9216,
+            "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
+            "head_dim": 256, "max_position_embeddings": 8192, "tie_word_embeddings": true,
+            "sliding_window": 4096}"#,
+        sliding: SlidingRule::Alternating,
+        gated_mlp: true,
+    },
+    Family {
+        model_type: "gemma3_text",
+        class: "Gemma3TextConfig",
+        defaults: r#"{"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216,
+            "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
+            "head_dim": 256, "max_position_embeddings": 131072, "tie_word_embeddings": true,
+            "sliding_window": 4096, "sliding_window_pattern": 6}"#,
+        sliding: SlidingRule::EveryNthGlobal,
+        gated_mlp: true,
+    },
+    Family {
+        model_type: "phi3",
+        class: "Phi3Config",
+        defaults: r#"{"vocab_size": 32064, "hidden_size": 3072, "intermediate_size": 8192,
+            "num_hidden_layers": 32, "num_attention_heads": 32, "max_position_embeddings": 4096,
+            "original_max_position_embeddings": 4096, "tie_word_embeddings": false}"#,
+        sliding: SlidingRule::AllWhenSet,
+        gated_mlp: true,
+    },
+    Family {
+        model_type: "phimoe",
+        class: "PhimoeConfig",
+        defaults: r#"{"vocab_size": 32064, "hidden_size": 4096, "intermediate_size": 6400,
+            "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+            "max_position_embeddings": 131072, "tie_word_embeddings": false,
+            "num_experts_per_tok": 2, "num_local_experts": 16}"#,
+        sliding: SlidingRule::AllWhenSet,
+        gated_mlp: true,
+    },
+    Family {
+        model_type: "starcoder2",
+        class: "Starcoder2Config (tie_word_embeddings: PretrainedConfig's default)",
+        defaults: r#"{"vocab_size": 49152, "hidden_size": 3072, "intermediate_size": 12288,
+            "num_hidden_layers": 30, "num_attention_heads": 24, "num_key_value_heads": 2,
+            "max_position_embeddings": 4096, "tie_word_embeddings": true}"#,
+        sliding: SlidingRule::AllWhenSet,
+        gated_mlp: false,
+    },
+    Family {
+        model_type: "olmoe",
+        class: "OlmoeConfig",
+        defaults: r#"{"vocab_size": 50304, "hidden_size": 2048, "intermediate_size": 2048,
+            "num_hidden_layers": 16, "num_attention_heads": 16, "max_position_embeddings": 4096,
+            "tie_word_embeddings": false, "num_experts_per_tok": 8, "num_experts": 64}"#,
+        sliding: SlidingRule::AllWhenSet,
+        gated_mlp: true,
+    },
+    Family {
+        model_type: "gpt_oss",
+        class: "GptOssConfig",
+        defaults: r#"{"vocab_size": 201088, "hidden_size": 2880, "intermediate_size": 2880,
+            "num_hidden_layers": 36, "num_attention_heads": 64, "num_key_value_heads": 8,
+            "head_dim": 64, "max_position_embeddings": 131072, "tie_word_embeddings": false,
+            "sliding_window": 128, "num_local_experts": 128, "num_experts_per_tok": 4}"#,
+        sliding: SlidingRule::Alternating,
+        gated_mlp: true,
+    },
+    Family {
+        model_type: "smollm3",
+        class: "SmolLM3Config",
+        defaults: r#"{"vocab_size": 128256, "hidden_size": 2048, "intermediate_size": 11008,
+            "num_hidden_layers": 36, "num_attention_heads": 16, "num_key_value_heads": 4,
+            "max_position_embeddings": 32768, "tie_word_embeddings": true,
+            "use_sliding_window": false, "max_window_layers": 28}"#,
+        sliding: SlidingRule::QwenSwitch,
+        gated_mlp: true,
+    },
+    Family {
+        model_type: "granite",
+        class: "GraniteConfig",
+        defaults: r#"{"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
+            "num_hidden_layers": 32, "num_attention_heads": 32, "max_position_embeddings": 2048,
+            "tie_word_embeddings": false}"#,
+        sliding: SlidingRule::AllWhenSet,
+        gated_mlp: true,
+    },
+    Family {
+        model_type: "olmo2",
+        class: "Olmo2Config",
+        defaults: r#"{"vocab_size": 50304, "hidden_size": 4096, "intermediate_size": 11008,
+            "num_hidden_layers": 32, "num_attention_heads": 32, "max_position_embeddings": 2048,
+            "tie_word_embeddings": false}"#,
+        sliding: SlidingRule::AllWhenSet,
+        gated_mlp: true,
+    },
+];
+
+/// The family row for a `model_type`.
+pub fn family(model_type: &str) -> Option<&'static Family> {
+    FAMILIES.iter().find(|f| f.model_type == model_type)
+}
+
+/// The language model's family inside a multimodal wrapper when its `text_config` has
+/// no `model_type` of its own: Gemma 3's `gemma3` holds a `gemma3_text` model.
+pub fn text_family_of(wrapper_type: &str) -> Option<&'static str> {
+    Some(match wrapper_type {
+        "gemma3" => "gemma3_text",
+        "mistral3" => "mistral",
+        "llava" | "llava_next" | "mllama" => "llama",
+        "qwen2_vl" | "qwen2_5_vl" => "qwen2",
+        _ => return None,
+    })
+}
+
+/// The defaults of `family` as a JSON map.
+pub fn defaults(family: &Family) -> Map<String, Value> {
+    match serde_json::from_str(family.defaults) {
+        Ok(Value::Object(map)) => map,
+        // The table is tested to parse; an empty map keeps a bug from panicking.
+        _ => Map::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_family_row_parses_and_is_unique() {
+        for (i, f) in FAMILIES.iter().enumerate() {
+            let map = defaults(f);
+            for key in [
+                "vocab_size",
+                "hidden_size",
+                "intermediate_size",
+                "num_hidden_layers",
+                "num_attention_heads",
+                "max_position_embeddings",
+                "tie_word_embeddings",
+            ] {
+                assert!(map.contains_key(key), "{}: {key}", f.model_type);
+            }
+            assert!(
+                FAMILIES[..i].iter().all(|g| g.model_type != f.model_type),
+                "{} twice",
+                f.model_type
+            );
+        }
+        for wrapper in ["gemma3", "mistral3", "llava", "qwen2_vl"] {
+            assert!(
+                family(text_family_of(wrapper).unwrap()).is_some(),
+                "{wrapper}"
+            );
+        }
+    }
+}
