@@ -8,6 +8,8 @@
 //! target live here and nowhere else in this module; off x86_64 (or off Linux for the
 //! permission) the functions answer "not available".
 
+#[cfg(all(target_arch = "aarch64", target_os = "linux"))]
+pub mod aarch64;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]

@@ -1,21 +1,66 @@
-//! aarch64: feature detection only for now. The NEON `sdot`/`smmla` kernels of kernels.md
-//! §4.7 are not written yet; `w4a8-scalar` serves this target.
+//! aarch64 kernels and feature detection (kernels.md §4.7).
+//!
+//! Dispatch order (highest rank first, per path and phase; see `registry::select`):
+//! - W4A8 prefill: `w4a8-neon-i8mm` (`smmla`) → `w4a8-neon-dotprod` (`sdot`) → `w4a8-neon`
+//!   (ARMv8.0 `smull`/`smlal`/`sadalp`) → `w4a8-scalar`; decode: dotprod → neon → scalar.
+//! - W4A16 prefill: `w4a16-gemm-neon-bfmmla` → `w4a16-gemv-neon-bfdot` → `w4a16-gemv-neon`
+//!   (f32 `fmla`) → `w4a16-scalar`; decode: bfdot → neon → scalar.
+//! - bf16 prefill: `bf16-gemm-neon-bfmmla` → `bf16-gemv-neon-bfdot` → `bf16-gemv-neon` →
+//!   `bf16-scalar`; decode: bfdot → neon → scalar.
+//!
+//! Availability comes from HWCAP/HWCAP2 through [`crate::arch::aarch64`], the bit table the
+//! probe reports (`asimd`, `asimddp`, `i8mm`, `bf16`). `sdot`, `smmla`, `bfdot` and `bfmmla`
+//! have no stable intrinsics in Rust 1.95, so [`ops`] emits them with `asm!` inside
+//! `#[target_feature]` functions; everything else uses `std::arch::aarch64` intrinsics.
 
 use super::cpu::Feature;
 use super::registry::Variant;
 
-/// The aarch64 variants, in registry order.
-pub static VARIANTS: &[&Variant] = &[];
+mod ops;
+mod w4a16_neon;
+mod w4a8_dotprod;
+mod w4a8_i8mm;
+mod w4a8_neon;
 
-/// Why `f` is unusable here, or `None`.
+/// The aarch64 variants, in registry order. Add new aarch64 variants here (one line each).
+pub static VARIANTS: &[&Variant] = &[
+    &w4a8_i8mm::W4A8_I8MM,
+    &w4a8_dotprod::W4A8_DOTPROD,
+    &w4a8_neon::W4A8_NEON,
+    &w4a16_neon::GEMV_NEON,
+];
+
+/// Why `f` is unusable here, or `None`. Reads HWCAP (the probe's names, see the module docs).
 pub fn missing(f: Feature) -> Option<&'static str> {
-    let ok = match f {
-        Feature::Neon => std::arch::is_aarch64_feature_detected!("neon"),
-        Feature::Dotprod => std::arch::is_aarch64_feature_detected!("dotprod"),
-        Feature::I8mm => std::arch::is_aarch64_feature_detected!("i8mm"),
-        _ => false,
+    let hwcap = match f {
+        Feature::Neon => "asimd",
+        Feature::Dotprod => "asimddp",
+        Feature::I8mm => "i8mm",
+        Feature::Bf16 => "bf16",
+        _ => return Some(f.name()),
     };
-    if ok { None } else { Some(f.name()) }
+    if hwcap_has(hwcap) {
+        None
+    } else {
+        Some(f.name())
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn hwcap_has(name: &str) -> bool {
+    crate::arch::aarch64::has(name)
+}
+
+/// Off Linux there is no auxiliary vector; std's detector answers instead.
+#[cfg(not(target_os = "linux"))]
+fn hwcap_has(name: &str) -> bool {
+    match name {
+        "asimd" => std::arch::is_aarch64_feature_detected!("neon"),
+        "asimddp" => std::arch::is_aarch64_feature_detected!("dotprod"),
+        "i8mm" => std::arch::is_aarch64_feature_detected!("i8mm"),
+        "bf16" => std::arch::is_aarch64_feature_detected!("bf16"),
+        _ => false,
+    }
 }
 
 /// AMX does not exist on aarch64.
