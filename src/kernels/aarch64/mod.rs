@@ -16,7 +16,10 @@
 use super::cpu::Feature;
 use super::registry::Variant;
 
+mod bf16_bf16;
+mod bf16_neon;
 mod ops;
+mod w4a16_bf16;
 mod w4a16_neon;
 mod w4a8_dotprod;
 mod w4a8_i8mm;
@@ -27,7 +30,12 @@ pub static VARIANTS: &[&Variant] = &[
     &w4a8_i8mm::W4A8_I8MM,
     &w4a8_dotprod::W4A8_DOTPROD,
     &w4a8_neon::W4A8_NEON,
+    &w4a16_bf16::GEMM_BFMMLA,
+    &w4a16_bf16::GEMV_BFDOT,
     &w4a16_neon::GEMV_NEON,
+    &bf16_bf16::GEMM_BFMMLA,
+    &bf16_bf16::GEMV_BFDOT,
+    &bf16_neon::GEMV_NEON,
 ];
 
 /// Why `f` is unusable here, or `None`. Reads HWCAP (the probe's names, see the module docs).

@@ -6,7 +6,6 @@
 //! Each wrapper is a safe `#[target_feature]` function: callers must enable the same
 //! feature, which the registry's `Ready` proves at run time (HWCAP). The asm blocks touch
 //! only the registers named as operands (`pure, nomem, nostack`).
-#![allow(dead_code)] // TEMP: the bf16-extension kernels land next
 
 use std::arch::aarch64::*;
 

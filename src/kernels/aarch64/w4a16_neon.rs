@@ -186,22 +186,21 @@ fn micro<const MR: usize>(
                         }
                     }
                 }
-                fold(rec, j, qp, act, r0, g, ng, &d, &mut tot);
+                fold(rec, 16 * j + 8 * qp, act, r0, g, ng, &d, &mut tot);
             }
-            store(&tot, j, qp, tile);
+            store(&tot, 16 * j + 8 * qp, tile);
         }
     }
 }
 
-/// The per-group fold of 8 columns (quarters `2·qp`, `2·qp + 1` of sub-block j):
+/// The per-group fold of the 8 columns `col0..col0+8` (two quarters):
 /// `tot += s·gscale·(d − z·Σa)`.
 #[target_feature(enable = "neon")]
 #[inline]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn fold<const MR: usize>(
     rec: &[u8],
-    j: usize,
-    qp: usize,
+    col0: usize,
     act: &ActF32,
     r0: usize,
     g: usize,
@@ -210,7 +209,7 @@ pub(super) fn fold<const MR: usize>(
     tot: &mut [[float32x4_t; 2]; MR],
 ) {
     for qi in 0..2 {
-        let col = 16 * j + 8 * qp + 4 * qi;
+        let col = col0 + 4 * qi;
         let s = bf16x4(&rec[SCALE_OFFSET + 2 * col..]);
         let z = bf16x4(&rec[ZERO_OFFSET + 2 * col..]);
         for m in 0..MR {
@@ -221,19 +220,13 @@ pub(super) fn fold<const MR: usize>(
     }
 }
 
-/// Stores 8 columns × MR rows of totals into the tile.
+/// Stores the 8 columns `col0..col0+8` × MR rows of totals into the tile.
 #[target_feature(enable = "neon")]
 #[inline]
-pub(super) fn store<const MR: usize>(
-    tot: &[[float32x4_t; 2]; MR],
-    j: usize,
-    qp: usize,
-    tile: &mut Tile,
-) {
+pub(super) fn store<const MR: usize>(tot: &[[float32x4_t; 2]; MR], col0: usize, tile: &mut Tile) {
     for (m, row) in tot.iter().enumerate() {
         for (qi, &v) in row.iter().enumerate() {
-            let col = 16 * j + 8 * qp + 4 * qi;
-            let dst = &mut tile[m * PANEL + col..][..4];
+            let dst = &mut tile[m * PANEL + col0 + 4 * qi..][..4];
             // SAFETY: dst holds exactly 4 f32.
             unsafe { vst1q_f32(dst.as_mut_ptr(), v) };
         }
