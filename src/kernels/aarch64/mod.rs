@@ -75,3 +75,55 @@ fn hwcap_has(name: &str) -> bool {
 pub fn amx_permission() -> Result<(), &'static str> {
     Err("amx (not an x86-64 CPU)")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::registry::Variant;
+    use super::*;
+
+    /// What CI expects of the emulated CPU (`.ci/run` sets `EDGEPLAN_EXPECT_KERNELS`):
+    /// `all` under `qemu-aarch64 -cpu max` (no aarch64 variant may be skipped), `neon` under
+    /// an ARMv8.0 model (dotprod, i8mm and bf16 absent, so every fallback is what ran).
+    /// Unset: nothing is asserted (real hardware varies).
+    #[test]
+    fn emulated_cpu_offers_what_ci_expects() {
+        let expect = std::env::var("EDGEPLAN_EXPECT_KERNELS").unwrap_or_default();
+        let avail = |v: &Variant| v.is_available();
+        match expect.as_str() {
+            "" => {}
+            "all" => {
+                for v in VARIANTS {
+                    assert!(
+                        avail(v),
+                        "{} would be SKIPPED: missing {:?}",
+                        v.name,
+                        v.missing()
+                    );
+                }
+            }
+            "neon" => {
+                for v in VARIANTS {
+                    let plain = v.requires == [Feature::Neon];
+                    assert_eq!(avail(v), plain, "{}: available = {}", v.name, avail(v));
+                }
+            }
+            other => panic!("EDGEPLAN_EXPECT_KERNELS={other}: expected `all` or `neon`"),
+        }
+    }
+
+    #[test]
+    fn every_path_has_a_plain_neon_variant() {
+        use super::super::registry::KernelPath;
+        for path in [KernelPath::W4A8, KernelPath::W4A16, KernelPath::Bf16] {
+            assert!(
+                VARIANTS
+                    .iter()
+                    .any(|v| v.path() == path && v.requires == [Feature::Neon]),
+                "{} has no ARMv8.0 NEON variant",
+                path.name()
+            );
+        }
+        // Advanced SIMD is mandatory on arm64 Linux, so the plain variants always run.
+        assert_eq!(missing(Feature::Neon), None);
+    }
+}
