@@ -89,6 +89,13 @@ mod tests {
     fn emulated_cpu_offers_what_ci_expects() {
         let expect = std::env::var("EDGEPLAN_EXPECT_KERNELS").unwrap_or_default();
         let avail = |v: &Variant| v.is_available();
+        if !expect.is_empty() {
+            // CI runs these under qemu-user without saying so: bench must notice by itself.
+            assert!(
+                crate::arch::emulation::emulation().is_some(),
+                "qemu-user not detected; set EDGEPLAN_EMULATED=1 for bench runs under this qemu"
+            );
+        }
         match expect.as_str() {
             "" => {}
             "all" => {
