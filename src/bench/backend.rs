@@ -101,6 +101,8 @@ pub enum Unit {
     Avx2Int8,
     Avx512Fma,
     Avx2Fma,
+    /// arm64 Advanced SIMD (plain, `sdot`, `smmla`, `bfdot`, `bfmmla`); no peak loop yet.
+    Neon,
     Scalar,
 }
 
@@ -114,6 +116,7 @@ impl Unit {
             Unit::Avx2Int8 => "avx2-int8",
             Unit::Avx512Fma => "avx512-fma",
             Unit::Avx2Fma => "avx2-fma",
+            Unit::Neon => "neon",
             Unit::Scalar => "scalar",
         }
     }
