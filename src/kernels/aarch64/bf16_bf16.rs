@@ -6,12 +6,13 @@
 //! activation pair from a register holding 4 consecutive pairs, so one activation load
 //! serves 4 rows of weights. For `bfmmla`, two consecutive rows zipped as 32-bit elements
 //! give `[c0 k0..3, c1 k0..3]` and `[c2 k0..3, c3 k0..3]` (2 columns × 4 k), against 2
-//! activation rows × the same 4 k. Blocking: 16 columns × ≤ 4 rows (2 row pairs).
+//! activation rows × the same 4 k. Blocking: 16 columns × ≤ 4 rows (2 row pairs), over
+//! chunks of 32 k-pairs (8 KB of weights, read from memory once per call).
 
 use std::arch::aarch64::*;
 use std::ops::Range;
 
-use super::bf16_neon::{ROW_BYTES, in_bounds, run_bf16};
+use super::bf16_neon::{PAIR_CHUNK, ROW_BYTES, in_bounds, run_bf16};
 use super::ops::{bfdot_lane, bfmmla};
 use crate::kernels::acts::Bf16Rows;
 use crate::kernels::bf16_act::ActF32;
@@ -131,46 +132,58 @@ fn micro_bfdot<const MR: usize>(
 ) {
     let k = act.k;
     let rows: [&[u16]; MR] = core::array::from_fn(|m| &act.ab[(r0 + m) * k..][..k]);
-    for cb in 0..4 {
-        let mut acc = [[vdupq_n_f32(0.0); 4]; MR];
-        let mut pr = pairs.start;
-        while pr + 4 <= pairs.end {
-            let av: [uint16x8_t; MR] = rows.map(|x| {
-                let q = &x[2 * pr..2 * pr + 8];
-                // SAFETY: q holds exactly 8 u16.
-                unsafe { vld1q_u16(q.as_ptr()) }
-            });
-            let w = [
-                row16(panel, pr, cb),
-                row16(panel, pr + 1, cb),
-                row16(panel, pr + 2, cb),
-                row16(panel, pr + 3, cb),
-            ];
-            for m in 0..MR {
-                for q in 0..4 {
-                    let mut s = acc[m][q];
-                    s = bfdot_lane::<0>(s, w[0][q], av[m]);
-                    s = bfdot_lane::<1>(s, w[1][q], av[m]);
-                    s = bfdot_lane::<2>(s, w[2][q], av[m]);
-                    s = bfdot_lane::<3>(s, w[3][q], av[m]);
-                    acc[m][q] = s;
+    // Per row, 16-column block and 4-column quad: 4 columns, one per lane.
+    let mut acc = [[[vdupq_n_f32(0.0); 4]; 4]; MR];
+    let mut c0 = pairs.start;
+    while c0 < pairs.end {
+        let c1 = (c0 + PAIR_CHUNK).min(pairs.end);
+        for cb in 0..4 {
+            let mut s: [[float32x4_t; 4]; MR] = core::array::from_fn(|m| acc[m][cb]);
+            let mut pr = c0;
+            while pr + 4 <= c1 {
+                let av: [uint16x8_t; MR] = rows.map(|x| {
+                    let q = &x[2 * pr..2 * pr + 8];
+                    // SAFETY: q holds exactly 8 u16.
+                    unsafe { vld1q_u16(q.as_ptr()) }
+                });
+                let w = [
+                    row16(panel, pr, cb),
+                    row16(panel, pr + 1, cb),
+                    row16(panel, pr + 2, cb),
+                    row16(panel, pr + 3, cb),
+                ];
+                for m in 0..MR {
+                    for q in 0..4 {
+                        let mut v = s[m][q];
+                        v = bfdot_lane::<0>(v, w[0][q], av[m]);
+                        v = bfdot_lane::<1>(v, w[1][q], av[m]);
+                        v = bfdot_lane::<2>(v, w[2][q], av[m]);
+                        v = bfdot_lane::<3>(v, w[3][q], av[m]);
+                        s[m][q] = v;
+                    }
                 }
+                pr += 4;
             }
-            pr += 4;
-        }
-        while pr < pairs.end {
-            let w = row16(panel, pr, cb);
-            for m in 0..MR {
-                let av = pair_dup(rows[m], pr);
-                for q in 0..4 {
-                    acc[m][q] = bfdot_lane::<0>(acc[m][q], w[q], av);
+            while pr < c1 {
+                let w = row16(panel, pr, cb);
+                for m in 0..MR {
+                    let av = pair_dup(rows[m], pr);
+                    for q in 0..4 {
+                        s[m][q] = bfdot_lane::<0>(s[m][q], w[q], av);
+                    }
                 }
+                pr += 1;
             }
-            pr += 1;
+            for m in 0..MR {
+                acc[m][cb] = s[m];
+            }
         }
-        for m in 0..MR {
+        c0 = c1;
+    }
+    for m in 0..MR {
+        for cb in 0..4 {
             let dst = &mut tile[m * PANEL + cb * 16..][..16];
-            for (q, &v) in acc[m].iter().enumerate() {
+            for (q, &v) in acc[m][cb].iter().enumerate() {
                 // SAFETY: dst holds 16 f32; 4q + 4 ≤ 16.
                 unsafe { vst1q_f32(dst.as_mut_ptr().add(4 * q), v) };
             }
@@ -210,37 +223,46 @@ fn micro_bfmmla<const MR: usize, const RP: usize>(
     let k = act.k;
     let row = |m: usize| (m < MR).then(|| &act.ab[(r0 + m) * k..][..k]);
     let rows: [[Option<&[u16]>; 2]; RP] = core::array::from_fn(|i| [row(2 * i), row(2 * i + 1)]);
-    for cb in 0..4 {
-        // Per row pair and quad: columns (0, 1) and (2, 3) as 2 × 2 blocks.
-        let mut acc = [[[vdupq_n_f32(0.0); 2]; 4]; RP];
-        let mut pr = pairs.start;
-        while pr < pairs.end {
-            let tail = pr + 1 == pairs.end;
-            let w0 = row16(panel, pr, cb);
-            let w1 = if tail {
-                [vdupq_n_u16(0); 4]
-            } else {
-                row16(panel, pr + 1, cb)
-            };
-            let a: [uint16x8_t; RP] =
-                rows.map(|[x, y]| vcombine_u16(act4(x, pr, tail), act4(y, pr, tail)));
-            for q in 0..4 {
-                let (e, o) = (vreinterpretq_u32_u16(w0[q]), vreinterpretq_u32_u16(w1[q]));
-                let b01 = vreinterpretq_u16_u32(vzip1q_u32(e, o));
-                let b23 = vreinterpretq_u16_u32(vzip2q_u32(e, o));
-                for i in 0..RP {
-                    acc[i][q] = [
-                        bfmmla(acc[i][q][0], a[i], b01),
-                        bfmmla(acc[i][q][1], a[i], b23),
-                    ];
+    // Per row pair, 16-column block and quad: columns (0, 1) and (2, 3) as 2 × 2 blocks.
+    let mut acc = [[[[vdupq_n_f32(0.0); 2]; 4]; 4]; RP];
+    let mut c0 = pairs.start;
+    while c0 < pairs.end {
+        // Chunks are even-sized, so only the last pair of the range can be a lone tail.
+        let c1 = (c0 + PAIR_CHUNK).min(pairs.end);
+        for cb in 0..4 {
+            let mut s: [[[float32x4_t; 2]; 4]; RP] = core::array::from_fn(|i| acc[i][cb]);
+            let mut pr = c0;
+            while pr < c1 {
+                let tail = pr + 1 == c1;
+                let w0 = row16(panel, pr, cb);
+                let w1 = if tail {
+                    [vdupq_n_u16(0); 4]
+                } else {
+                    row16(panel, pr + 1, cb)
+                };
+                let a: [uint16x8_t; RP] =
+                    rows.map(|[x, y]| vcombine_u16(act4(x, pr, tail), act4(y, pr, tail)));
+                for q in 0..4 {
+                    let (e, o) = (vreinterpretq_u32_u16(w0[q]), vreinterpretq_u32_u16(w1[q]));
+                    let b01 = vreinterpretq_u16_u32(vzip1q_u32(e, o));
+                    let b23 = vreinterpretq_u16_u32(vzip2q_u32(e, o));
+                    for i in 0..RP {
+                        s[i][q] = [bfmmla(s[i][q][0], a[i], b01), bfmmla(s[i][q][1], a[i], b23)];
+                    }
                 }
+                pr += 2;
             }
-            pr += 2;
+            for i in 0..RP {
+                acc[i][cb] = s[i];
+            }
         }
-        for m in 0..MR {
+        c0 = c1;
+    }
+    for m in 0..MR {
+        for cb in 0..4 {
             let dst = &mut tile[m * PANEL + cb * 16..][..16];
             for q in 0..4 {
-                let [c01, c23] = acc[m / 2][q];
+                let [c01, c23] = acc[m / 2][cb][q];
                 let (c01, c23) = (vreinterpretq_f64_f32(c01), vreinterpretq_f64_f32(c23));
                 let v = vreinterpretq_f32_f64(if m % 2 == 0 {
                     vzip1q_f64(c01, c23)

@@ -4,7 +4,8 @@
 //! bf16 of a row, `[c0e, c0o, c1e, c1o, ...]`, widen to f32 with `shll #16` in two halves of
 //! 2 columns × 2 k, and `fmla` with the activation pair repeated, `[a_e, a_o, a_e, a_o]`;
 //! one `faddp` per 4 columns at the end merges the even and odd lanes. Blocking: ≤ 4 rows ×
-//! 8 columns, 16 accumulators. Activations are the flushed f32 of `bf16_act`.
+//! 8 columns, 16 accumulators, over chunks of 32 k-pairs (8 KB of weights, read from memory
+//! once per call). Activations are the flushed f32 of `bf16_act`.
 //!
 //! Also holds the bf16 driver the bf16-extension kernels share ([`run_bf16`]).
 
@@ -31,6 +32,9 @@ pub static GEMV_NEON: Variant = Variant {
 
 /// Bytes of one packed row (64 columns × 2 bf16).
 pub(super) const ROW_BYTES: usize = PANEL * 4;
+/// k-pairs per chunk: 32 packed rows (8 KB of weights) stay in L1 while every column block
+/// of the panel passes over them, so each weight byte comes from memory once per call.
+pub(super) const PAIR_CHUNK: usize = 32;
 /// Smallest K split (in k-pairs) worth a separate task.
 const MIN_SPLIT_PAIRS: usize = 128;
 
@@ -136,33 +140,48 @@ fn micro<const MR: usize>(
 ) {
     let k = act.k;
     let rows: [&[f32]; MR] = core::array::from_fn(|m| &act.a[(r0 + m) * k..][..k]);
-    for cb in 0..8 {
-        // Per row: columns (0,1), (2,3), (4,5), (6,7) of the block, (even, odd) lanes each.
-        let mut acc = [[vdupq_n_f32(0.0); 4]; MR];
-        for pr in pairs.clone() {
-            // SAFETY: pr < pairs.end, so pr·256 + cb·32 + 32 ≤ panel.len() (in_bounds).
-            let w = unsafe { vld1q_u16_x2(panel.as_ptr().add(pr * ROW_BYTES + cb * 32).cast()) };
-            let f = [
-                vreinterpretq_f32_u32(vshll_n_u16::<16>(vget_low_u16(w.0))),
-                vreinterpretq_f32_u32(vshll_high_n_u16::<16>(w.0)),
-                vreinterpretq_f32_u32(vshll_n_u16::<16>(vget_low_u16(w.1))),
-                vreinterpretq_f32_u32(vshll_high_n_u16::<16>(w.1)),
-            ];
-            for m in 0..MR {
-                // SAFETY: 2·pr + 2 ≤ k = row length.
-                let a2 = unsafe { vld1_f32(rows[m].as_ptr().add(2 * pr)) };
-                let av = vcombine_f32(a2, a2);
-                for i in 0..4 {
-                    acc[m][i] = vfmaq_f32(acc[m][i], f[i], av);
+    // Per row and 8-column block: columns (0,1), (2,3), (4,5), (6,7), (even, odd) lanes each.
+    let mut acc = [[[vdupq_n_f32(0.0); 4]; 8]; MR];
+    let mut c0 = pairs.start;
+    while c0 < pairs.end {
+        let c1 = (c0 + PAIR_CHUNK).min(pairs.end);
+        for cb in 0..8 {
+            let mut s: [[float32x4_t; 4]; MR] = core::array::from_fn(|m| acc[m][cb]);
+            for pr in c0..c1 {
+                // SAFETY: pr < pairs.end, so pr·256 + cb·32 + 32 ≤ panel.len() (in_bounds).
+                let w =
+                    unsafe { vld1q_u16_x2(panel.as_ptr().add(pr * ROW_BYTES + cb * 32).cast()) };
+                let f = [
+                    vreinterpretq_f32_u32(vshll_n_u16::<16>(vget_low_u16(w.0))),
+                    vreinterpretq_f32_u32(vshll_high_n_u16::<16>(w.0)),
+                    vreinterpretq_f32_u32(vshll_n_u16::<16>(vget_low_u16(w.1))),
+                    vreinterpretq_f32_u32(vshll_high_n_u16::<16>(w.1)),
+                ];
+                for m in 0..MR {
+                    // SAFETY: 2·pr + 2 ≤ k = row length.
+                    let a2 = unsafe { vld1_f32(rows[m].as_ptr().add(2 * pr)) };
+                    let av = vcombine_f32(a2, a2);
+                    for i in 0..4 {
+                        s[m][i] = vfmaq_f32(s[m][i], f[i], av);
+                    }
                 }
             }
+            for m in 0..MR {
+                acc[m][cb] = s[m];
+            }
         }
-        for m in 0..MR {
+        c0 = c1;
+    }
+    for m in 0..MR {
+        for cb in 0..8 {
             let dst = &mut tile[m * PANEL + cb * 8..][..8];
             // SAFETY: dst holds exactly 8 f32.
             unsafe {
-                vst1q_f32(dst.as_mut_ptr(), vpaddq_f32(acc[m][0], acc[m][1]));
-                vst1q_f32(dst.as_mut_ptr().add(4), vpaddq_f32(acc[m][2], acc[m][3]));
+                vst1q_f32(dst.as_mut_ptr(), vpaddq_f32(acc[m][cb][0], acc[m][cb][1]));
+                vst1q_f32(
+                    dst.as_mut_ptr().add(4),
+                    vpaddq_f32(acc[m][cb][2], acc[m][cb][3]),
+                );
             }
         }
     }

@@ -22,12 +22,12 @@ use std::arch::aarch64::*;
 use std::ops::Range;
 
 use super::ops::{CODE_BF16_HI, CODE_BF16_LO, bfdot, bfmmla, codes_to_bf16};
-use super::w4a16_neon::{fold, in_bounds, run_w4a16, store};
+use super::w4a16_neon::{fold, in_bounds, run_w4a16};
 use crate::kernels::acts::Bf16Rows;
 use crate::kernels::bf16_act::ActF32;
 use crate::kernels::cpu::Feature;
 use crate::kernels::pack::{PackedW4, RECORD_BYTES};
-use crate::kernels::panel_split::Tile;
+use crate::kernels::panel_split::{PANEL, Tile};
 use crate::kernels::pool::ThreadPool;
 use crate::kernels::registry::{KernelFn, Phase, Variant};
 use crate::kernels::weights::GROUP;
@@ -147,13 +147,13 @@ fn micro_bfdot<const MR: usize>(
     let (k, ng) = (act.k, act.groups());
     let mask = vdupq_n_u8(0x0F);
     let (lut_lo, lut_hi) = luts();
-    for j in 0..4 {
-        for qp in 0..2 {
-            let mut tot = [[vdupq_n_f32(0.0); 2]; MR];
-            for g in groups.clone() {
-                let rec = &panel[g * RECORD_BYTES..][..RECORD_BYTES];
-                let rows: [&[u16]; MR] =
-                    core::array::from_fn(|m| &act.ab[(r0 + m) * k + g * GROUP..][..GROUP]);
+    tile[..MR * PANEL].fill(0.0);
+    for g in groups.clone() {
+        let rec = &panel[g * RECORD_BYTES..][..RECORD_BYTES];
+        let rows: [&[u16]; MR] =
+            core::array::from_fn(|m| &act.ab[(r0 + m) * k + g * GROUP..][..GROUP]);
+        for j in 0..4 {
+            for qp in 0..2 {
                 // Per row and quarter: columns (0, 1) and (2, 3), two lanes per column.
                 let mut acc = [[[vdupq_n_f32(0.0); 2]; 2]; MR];
                 for o in 0..16 {
@@ -183,9 +183,8 @@ fn micro_bfdot<const MR: usize>(
                 let d: [[float32x4_t; 2]; MR] = core::array::from_fn(|m| {
                     core::array::from_fn(|qi| vpaddq_f32(acc[m][qi][0], acc[m][qi][1]))
                 });
-                fold(rec, 16 * j + 8 * qp, act, r0, g, ng, &d, &mut tot);
+                fold(rec, 16 * j + 8 * qp, act, r0, g, ng, &d, tile);
             }
-            store(&tot, 16 * j + 8 * qp, tile);
         }
     }
 }
@@ -205,20 +204,19 @@ fn micro_bfmmla<const MR: usize, const RP: usize>(
     let mask = vdupq_n_u8(0x0F);
     let (lut_lo, lut_hi) = luts();
     let zeros = [0u16; GROUP];
-    for j in 0..4 {
-        for qp in 0..2 {
-            let mut tot = [[vdupq_n_f32(0.0); 2]; MR];
-            for g in groups.clone() {
-                let rec = &panel[g * RECORD_BYTES..][..RECORD_BYTES];
-                let row = |m: usize| -> &[u16] {
-                    if m < MR {
-                        &act.ab[(r0 + m) * k + g * GROUP..][..GROUP]
-                    } else {
-                        &zeros
-                    }
-                };
-                let rows: [[&[u16]; 2]; RP] =
-                    core::array::from_fn(|i| [row(2 * i), row(2 * i + 1)]);
+    tile[..MR * PANEL].fill(0.0);
+    for g in groups.clone() {
+        let rec = &panel[g * RECORD_BYTES..][..RECORD_BYTES];
+        let row = |m: usize| -> &[u16] {
+            if m < MR {
+                &act.ab[(r0 + m) * k + g * GROUP..][..GROUP]
+            } else {
+                &zeros
+            }
+        };
+        let rows: [[&[u16]; 2]; RP] = core::array::from_fn(|i| [row(2 * i), row(2 * i + 1)]);
+        for j in 0..4 {
+            for qp in 0..2 {
                 // Per row pair and quarter: columns (0, 1) and (2, 3) as 2 × 2 blocks.
                 let mut acc = [[[vdupq_n_f32(0.0); 2]; 2]; RP];
                 for o in 0..16 {
@@ -252,9 +250,8 @@ fn micro_bfmmla<const MR: usize, const RP: usize>(
                         })
                     })
                 });
-                fold(rec, 16 * j + 8 * qp, act, r0, g, ng, &d, &mut tot);
+                fold(rec, 16 * j + 8 * qp, act, r0, g, ng, &d, tile);
             }
-            store(&tot, 16 * j + 8 * qp, tile);
         }
     }
 }

@@ -6,7 +6,8 @@
 //! (index 255 zero-fills the rest), `ucvtf` makes 4 f32 codes of 4 columns, and `fmla` by
 //! element multiplies them by activation k0+t (lo) or k0+4+t (hi). The zero point is folded
 //! per group, `y += s·(Σ q·a − z·Σa)` (kernels.md §2), with Σa and the denormal flush from
-//! `bf16_act`. Blocking: MR ≤ 4 rows × 8 columns (two quarters), 8 accumulators.
+//! `bf16_act`. Per record (read once, in order): MR ≤ 4 rows × 8 columns (two quarters) at a
+//! time, 8 accumulators; the per-group totals accumulate in the output tile (L1).
 //!
 //! Also holds the W4A16 driver the bf16-extension kernels share ([`run_w4a16`]).
 
@@ -145,13 +146,13 @@ fn micro<const MR: usize>(
     let mask = vdupq_n_u8(0x0F);
     // SAFETY: GATHER holds 4 × 16 bytes.
     let idx: [uint8x16_t; 4] = core::array::from_fn(|t| unsafe { vld1q_u8(GATHER[t].as_ptr()) });
-    for j in 0..4 {
-        for qp in 0..2 {
-            let mut tot = [[vdupq_n_f32(0.0); 2]; MR];
-            for g in groups.clone() {
-                let rec = &panel[g * RECORD_BYTES..][..RECORD_BYTES];
-                let rows: [&[f32]; MR] =
-                    core::array::from_fn(|m| &act.a[(r0 + m) * k + g * GROUP..][..GROUP]);
+    tile[..MR * PANEL].fill(0.0);
+    for g in groups.clone() {
+        let rec = &panel[g * RECORD_BYTES..][..RECORD_BYTES];
+        let rows: [&[f32]; MR] =
+            core::array::from_fn(|m| &act.a[(r0 + m) * k + g * GROUP..][..GROUP]);
+        for j in 0..4 {
+            for qp in 0..2 {
                 let mut d = [[vdupq_n_f32(0.0); 2]; MR];
                 for o in 0..16 {
                     // SAFETY: 8·o + 8 ≤ 128 = row length.
@@ -186,18 +187,17 @@ fn micro<const MR: usize>(
                         }
                     }
                 }
-                fold(rec, 16 * j + 8 * qp, act, r0, g, ng, &d, &mut tot);
+                fold(rec, 16 * j + 8 * qp, act, r0, g, ng, &d, tile);
             }
-            store(&tot, 16 * j + 8 * qp, tile);
         }
     }
 }
 
-/// The per-group fold of the 8 columns `col0..col0+8` (two quarters):
-/// `tot += s·gscale·(d − z·Σa)`.
+/// The per-group fold of the 8 columns `col0..col0+8` (two quarters) into the tile:
+/// `tile += s·gscale·(d − z·Σa)`, groups in K order.
 #[target_feature(enable = "neon")]
 #[inline]
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
 pub(super) fn fold<const MR: usize>(
     rec: &[u8],
     col0: usize,
@@ -206,7 +206,7 @@ pub(super) fn fold<const MR: usize>(
     g: usize,
     ng: usize,
     d: &[[float32x4_t; 2]; MR],
-    tot: &mut [[float32x4_t; 2]; MR],
+    tile: &mut Tile,
 ) {
     for qi in 0..2 {
         let col = col0 + 4 * qi;
@@ -215,20 +215,15 @@ pub(super) fn fold<const MR: usize>(
         for m in 0..MR {
             let i = (r0 + m) * ng + g;
             let t = vfmsq_f32(d[m][qi], z, vdupq_n_f32(act.sums[i]));
-            tot[m][qi] = vfmaq_f32(tot[m][qi], vmulq_n_f32(s, act.gscale[i]), t);
-        }
-    }
-}
-
-/// Stores the 8 columns `col0..col0+8` × MR rows of totals into the tile.
-#[target_feature(enable = "neon")]
-#[inline]
-pub(super) fn store<const MR: usize>(tot: &[[float32x4_t; 2]; MR], col0: usize, tile: &mut Tile) {
-    for (m, row) in tot.iter().enumerate() {
-        for (qi, &v) in row.iter().enumerate() {
-            let dst = &mut tile[m * PANEL + col0 + 4 * qi..][..4];
-            // SAFETY: dst holds exactly 4 f32.
-            unsafe { vst1q_f32(dst.as_mut_ptr(), v) };
+            let dst = &mut tile[m * PANEL + col..][..4];
+            // SAFETY: dst holds exactly 4 f32; unaligned NEON load/store.
+            unsafe {
+                let tot = vld1q_f32(dst.as_ptr());
+                vst1q_f32(
+                    dst.as_mut_ptr(),
+                    vfmaq_f32(tot, vmulq_n_f32(s, act.gscale[i]), t),
+                );
+            }
         }
     }
 }
