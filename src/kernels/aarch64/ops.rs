@@ -165,6 +165,94 @@ pub fn codes_to_bf16(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::cpu::{Feature, has};
+
+    fn i8s(seed: i32) -> [i8; 16] {
+        core::array::from_fn(|i| ((i as i32 * 37 + seed * 11) % 255 - 127) as i8)
+    }
+
+    fn bf16s(seed: u32) -> [u16; 8] {
+        // Small integers and halves: every product and sum below is exact in f32.
+        core::array::from_fn(|i| {
+            let x = ((i as u32 * 5 + seed) % 9) as f32 * 0.5 - 2.0;
+            (x.to_bits() >> 16) as u16
+        })
+    }
+
+    fn f(b: u16) -> f32 {
+        f32::from_bits((b as u32) << 16)
+    }
+
+    #[test]
+    fn int8_wrappers_match_their_definitions() {
+        let (w, a) = (i8s(1), i8s(2));
+        // SAFETY: plain 16-byte loads from arrays.
+        let (vw, va) = unsafe { (vld1q_s8(w.as_ptr()), vld1q_s8(a.as_ptr())) };
+        // SAFETY: Advanced SIMD is part of every aarch64 target.
+        let zero = unsafe { vdupq_n_s32(0) };
+        let lanes = |v: int32x4_t| {
+            let mut o = [0i32; 4];
+            // SAFETY: o holds 4 i32.
+            unsafe { vst1q_s32(o.as_mut_ptr(), v) };
+            o
+        };
+        if has(Feature::Dotprod) {
+            // SAFETY: dotprod checked just above.
+            let got = lanes(unsafe { sdot_lane::<2>(zero, vw, va) });
+            let want: [i32; 4] = core::array::from_fn(|i| {
+                (0..4).map(|t| w[4 * i + t] as i32 * a[8 + t] as i32).sum()
+            });
+            assert_eq!(got, want);
+        } else {
+            eprintln!("SKIPPED sdot wrapper: missing dotprod");
+        }
+        if has(Feature::I8mm) {
+            // SAFETY: i8mm checked just above.
+            let got = lanes(unsafe { smmla(zero, va, vw) });
+            let dot = |r: usize, c: usize| {
+                (0..8)
+                    .map(|t| a[8 * r + t] as i32 * w[8 * c + t] as i32)
+                    .sum::<i32>()
+            };
+            assert_eq!(got, [dot(0, 0), dot(0, 1), dot(1, 0), dot(1, 1)]);
+        } else {
+            eprintln!("SKIPPED smmla wrapper: missing i8mm");
+        }
+    }
+
+    #[test]
+    fn bf16_wrappers_match_their_definitions() {
+        if !has(Feature::Bf16) {
+            eprintln!("SKIPPED bf16 wrappers: missing bf16");
+            return;
+        }
+        let (w, a) = (bf16s(1), bf16s(4));
+        assert!(w.iter().chain(&a).filter(|&&b| b != 0).count() > 12);
+        // SAFETY: plain 8 × u16 loads from arrays.
+        let (vw, va) = unsafe { (vld1q_u16(w.as_ptr()), vld1q_u16(a.as_ptr())) };
+        // SAFETY: Advanced SIMD is part of every aarch64 target.
+        let zero = unsafe { vdupq_n_f32(0.0) };
+        let lanes = |v: float32x4_t| {
+            let mut o = [0f32; 4];
+            // SAFETY: o holds 4 f32.
+            unsafe { vst1q_f32(o.as_mut_ptr(), v) };
+            o
+        };
+        let pair =
+            |i: usize, j: usize| f(w[2 * i]) * f(a[2 * j]) + f(w[2 * i + 1]) * f(a[2 * j + 1]);
+        // SAFETY (three calls): bf16 checked above.
+        let got = lanes(unsafe { bfdot(zero, vw, va) });
+        assert_eq!(got, core::array::from_fn(|i| pair(i, i)));
+        let got = lanes(unsafe { bfdot_lane::<3>(zero, vw, va) });
+        assert_eq!(got, core::array::from_fn(|i| pair(i, 3)));
+        let got = lanes(unsafe { bfmmla(zero, va, vw) });
+        let dot = |r: usize, c: usize| {
+            (0..4)
+                .map(|t| f(a[4 * r + t]) * f(w[4 * c + t]))
+                .sum::<f32>()
+        };
+        assert_eq!(got, [dot(0, 0), dot(0, 1), dot(1, 0), dot(1, 1)]);
+    }
 
     #[test]
     fn code_table_is_exact() {
