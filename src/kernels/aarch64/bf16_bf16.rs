@@ -240,8 +240,11 @@ fn micro_bfmmla<const MR: usize, const RP: usize>(
                 } else {
                     row16(panel, pr + 1, cb)
                 };
-                let a: [uint16x8_t; RP] =
-                    rows.map(|[x, y]| vcombine_u16(act4(x, pr, tail), act4(y, pr, tail)));
+                // A plain loop, not `map`: the closure would not be inlined here.
+                let mut a = [vdupq_n_u16(0); RP];
+                for (i, &[x, y]) in rows.iter().enumerate() {
+                    a[i] = vcombine_u16(act4(x, pr, tail), act4(y, pr, tail));
+                }
                 for q in 0..4 {
                     let (e, o) = (vreinterpretq_u32_u16(w0[q]), vreinterpretq_u32_u16(w1[q]));
                     let b01 = vreinterpretq_u16_u32(vzip1q_u32(e, o));

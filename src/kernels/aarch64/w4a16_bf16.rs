@@ -220,10 +220,13 @@ fn micro_bfmmla<const MR: usize, const RP: usize>(
                 // Per row pair and quarter: columns (0, 1) and (2, 3) as 2 × 2 blocks.
                 let mut acc = [[[vdupq_n_f32(0.0); 2]; 2]; RP];
                 for o in 0..16 {
-                    let al: [uint16x8_t; RP] =
-                        rows.map(|[x, y]| vcombine_u16(quad4(x, 8 * o), quad4(y, 8 * o)));
-                    let ah: [uint16x8_t; RP] =
-                        rows.map(|[x, y]| vcombine_u16(quad4(x, 8 * o + 4), quad4(y, 8 * o + 4)));
+                    // Plain loops, not `map`: a closure here is not inlined into this
+                    // `#[target_feature]` function and would cost a call per octet.
+                    let (mut al, mut ah) = ([vdupq_n_u16(0); RP], [vdupq_n_u16(0); RP]);
+                    for (i, [x, y]) in rows.iter().enumerate() {
+                        al[i] = vcombine_u16(quad4(x, 8 * o), quad4(y, 8 * o));
+                        ah[i] = vcombine_u16(quad4(x, 8 * o + 4), quad4(y, 8 * o + 4));
+                    }
                     for qi in 0..2 {
                         let off = o * 256 + j * 64 + qp * 32 + qi * 16;
                         // SAFETY: off + 16 ≤ 4096 ≤ rec.len().
