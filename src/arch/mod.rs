@@ -1,6 +1,6 @@
 //! Native CPU primitives shared by `probe`, `kernels` and `bench`: reading XCR0 (XGETBV,
-//! guarded by the OSXSAVE check) and the Linux `arch_prctl` request for the AMX tile-data
-//! permission. One implementation, so the probe's report and the kernels' dispatch cannot
+//! guarded by the OSXSAVE check), the Linux `arch_prctl` request for the AMX tile-data
+//! permission, and on arm64 the HWCAP words (`aarch64.rs`). One implementation, so the probe's report and the kernels' dispatch cannot
 //! disagree about what the OS allows.
 //!
 //! CPUID itself is read where it is used (raw-cpuid in `probe` and `bench`, `core::arch` in
@@ -8,6 +8,9 @@
 //! target live here and nowhere else in this module; off x86_64 (or off Linux for the
 //! permission) the functions answer "not available".
 
+#[cfg(all(target_arch = "aarch64", target_os = "linux"))]
+pub mod aarch64;
+pub mod emulation;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]

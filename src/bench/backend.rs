@@ -103,6 +103,8 @@ pub enum Unit {
     Avx512Bf16,
     Avx512Fma,
     Avx2Fma,
+    /// arm64 Advanced SIMD (plain, `sdot`, `smmla`, `bfdot`, `bfmmla`); no peak loop yet.
+    Neon,
     Scalar,
 }
 
@@ -117,6 +119,7 @@ impl Unit {
             Unit::Avx512Bf16 => "avx512-bf16",
             Unit::Avx512Fma => "avx512-fma",
             Unit::Avx2Fma => "avx2-fma",
+            Unit::Neon => "neon",
             Unit::Scalar => "scalar",
         }
     }

@@ -420,7 +420,7 @@ impl Context<'_> {
         progress.finish();
 
         // Verdict.
-        let verdict = verdict::decide(VerdictInput {
+        let mut verdict = verdict::decide(VerdictInput {
             plan,
             priority: req.priority.as_str().to_string(),
             results: &results,
@@ -436,6 +436,14 @@ impl Context<'_> {
             },
         });
 
+        // Real timings under user-mode emulation measure the emulator: no verdict from them.
+        if let Some(why) = crate::arch::emulation::emulation().filter(|_| executor == "real") {
+            verdict.status = verdict::Status::Inconclusive;
+            verdict.confirmed = false;
+            verdict.confirmed_in.clear();
+            verdict.reason =
+                format!("emulated timings mean nothing ({why}); run bench on the device");
+        }
         notes.extend(self.run_notes(l3, req.quick, fsize));
         let planned_bytes = need;
         let report = BenchReport {

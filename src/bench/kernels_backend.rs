@@ -59,6 +59,7 @@ pub fn unit_for(path: BenchPath, isa: &str) -> Unit {
         _ if isa.contains("avx512bf16") => Unit::Avx512Bf16,
         _ if isa.contains("avx512") => Unit::Avx512Fma,
         _ if isa.contains("avx") => Unit::Avx2Fma,
+        _ if ["neon", "dotprod", "i8mm", "bf16"].contains(&isa.as_str()) => Unit::Neon,
         _ => Unit::Scalar,
     }
 }
@@ -237,6 +238,7 @@ mod tests {
         assert_eq!(unit_for(BenchPath::W4a16, "avx512bf16"), Unit::Avx512Bf16);
         assert_eq!(unit_for(BenchPath::W4a16, "avx2"), Unit::Avx2Fma);
         assert_eq!(unit_for(BenchPath::Bf16, "scalar"), Unit::Scalar);
+        assert_eq!(unit_for(BenchPath::W4a8, "dotprod"), Unit::Neon);
     }
 
     #[test]

@@ -35,6 +35,8 @@ pub enum Feature {
     Dotprod,
     /// aarch64 `smmla`.
     I8mm,
+    /// aarch64 FEAT_BF16 (`bfdot`, `bfmmla`).
+    Bf16,
 }
 
 impl Feature {
@@ -56,6 +58,7 @@ impl Feature {
             Feature::Neon => "neon",
             Feature::Dotprod => "dotprod",
             Feature::I8mm => "i8mm",
+            Feature::Bf16 => "bf16",
         }
     }
 }

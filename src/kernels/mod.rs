@@ -8,8 +8,9 @@
 //! Every variant is checked against [`reference`] (the oracle) through [`verify`] in
 //! `tests/`, by the bench's gate and by the timing harnesses.
 //!
-//! Dispatch order (per path; `x86/mod.rs` has the x86 chain): AMX → AVX-512 VNNI → AVX-VNNI →
-//! AVX2 → scalar on x86-64; scalar elsewhere (NEON is not written yet). `EDGEPLAN_KERNEL=<name>`
+//! Dispatch order (per path; `x86/mod.rs` and `aarch64/mod.rs` have the chains): AMX → AVX-512
+//! VNNI → AVX-VNNI → AVX2 → scalar on x86-64; i8mm/bf16 → dotprod → NEON → scalar on aarch64;
+//! scalar elsewhere. `EDGEPLAN_KERNEL=<name>`
 //! forces a variant for its path; `registry::by_name(..)?.ready()?` forces one in code.
 //!
 //! Safety contract: ISA code sits in `#[target_feature]` functions reached only through a

@@ -95,7 +95,7 @@ pub fn loop_for(unit: Unit, amx: &Result<(), String>) -> Result<Loop, String> {
                 },
             })
         }
-        Unit::Scalar => Err("not a peak".into()),
+        Unit::Neon | Unit::Scalar => Err("not a peak".into()),
     }
 }
 

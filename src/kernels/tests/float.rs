@@ -305,8 +305,23 @@ fn bf16_large_k_extremes_and_split_k() {
 fn registered_variants_match_their_entry_points() {
     use crate::kernels::registry;
     // The portable fallbacks exist on every target; the SIMD variants only where their
-    // instructions can be compiled (x86_64 here; aarch64 serves W4A16/bf16 with scalar).
-    let (w4a16, bf16): (&[&str], &[&str]) = if cfg!(target_arch = "x86_64") {
+    // instructions can be compiled (x86_64 and aarch64).
+    let (w4a16, bf16): (&[&str], &[&str]) = if cfg!(target_arch = "aarch64") {
+        (
+            &[
+                "w4a16-scalar",
+                "w4a16-gemv-neon",
+                "w4a16-gemv-neon-bfdot",
+                "w4a16-gemm-neon-bfmmla",
+            ],
+            &[
+                "bf16-scalar",
+                "bf16-gemv-neon",
+                "bf16-gemv-neon-bfdot",
+                "bf16-gemm-neon-bfmmla",
+            ],
+        )
+    } else if cfg!(target_arch = "x86_64") {
         (
             &[
                 "w4a16-scalar",

@@ -72,7 +72,7 @@ pub fn missing(f: Feature) -> Option<&'static str> {
             }
             return amx_permission().err();
         }
-        Feature::Neon | Feature::Dotprod | Feature::I8mm => false,
+        Feature::Neon | Feature::Dotprod | Feature::I8mm | Feature::Bf16 => false,
     };
     if ok { None } else { Some(f.name()) }
 }
