@@ -16,7 +16,7 @@ use std::ops::Range;
 use super::ops::{sdot_lane, w4a8_epilogue4};
 use crate::kernels::acts::QuantActs;
 use crate::kernels::cpu::Feature;
-use crate::kernels::driver::w4a8_panels;
+use crate::kernels::panel_split::w4a8_panels;
 use crate::kernels::pack::{CODES_BYTES, PANEL, PackedW4};
 use crate::kernels::pool::ThreadPool;
 use crate::kernels::registry::{KernelFn, Phase, Variant};
@@ -43,7 +43,7 @@ unsafe fn w4a8_dotprod(pool: &ThreadPool, w: &PackedW4, a: &QuantActs, out: &mut
     w4a8_panels(pool, w, a, out, &kern);
 }
 
-/// One panel over `groups` for `rows` (see `driver::PanelKernel`).
+/// One panel over `groups` for `rows` (see `panel_split::PanelKernel`).
 #[target_feature(enable = "neon,dotprod")]
 fn panel(
     w: &PackedW4,

@@ -19,7 +19,7 @@ use std::ops::Range;
 use super::ops::{smmla, w4a8_epilogue4};
 use crate::kernels::acts::QuantActs;
 use crate::kernels::cpu::Feature;
-use crate::kernels::driver::w4a8_panels;
+use crate::kernels::panel_split::w4a8_panels;
 use crate::kernels::pack::{CODES_BYTES, PANEL, PackedW4};
 use crate::kernels::pool::ThreadPool;
 use crate::kernels::registry::{KernelFn, Phase, Variant};
@@ -46,7 +46,7 @@ unsafe fn w4a8_i8mm(pool: &ThreadPool, w: &PackedW4, a: &QuantActs, out: &mut [f
     w4a8_panels(pool, w, a, out, &kern);
 }
 
-/// One panel over `groups` for `rows` (see `driver::PanelKernel`).
+/// One panel over `groups` for `rows` (see `panel_split::PanelKernel`).
 #[target_feature(enable = "neon,i8mm")]
 fn panel(
     w: &PackedW4,
