@@ -142,7 +142,7 @@ fn arm_fixture_features() {
         assert!(usable(&g3, name), "graviton3 {name}");
     }
     assert!(!usable(&g3, "sve2") && !usable(&g3, "sme"));
-    assert_eq!(g3.cpu.model_name.as_deref(), Some("Neoverse-V1"));
+    assert_eq!(g3.cpu.model_name.as_deref(), Some("8x Neoverse-V1"));
     let id = g3.cpu.id.as_ref().unwrap();
     assert_eq!(
         (id.implementer.as_deref(), id.parts.as_slice()),
@@ -151,7 +151,7 @@ fn arm_fixture_features() {
 
     let rpi = probe("arm64-rpi5");
     assert!(usable(&rpi, "asimddp") && !usable(&rpi, "i8mm") && !usable(&rpi, "bf16"));
-    assert_eq!(rpi.cpu.model_name.as_deref(), Some("Cortex-A76"));
+    assert_eq!(rpi.cpu.model_name.as_deref(), Some("4x Cortex-A76"));
     assert!(rpi.jetson.is_none(), "a device tree alone is not Tegra");
 
     let phone = probe("android-sm8650");
@@ -315,7 +315,7 @@ fn put(root: &Path, rel: &str, bytes: &[u8]) {
     std::fs::write(p, bytes).unwrap();
 }
 
-const X86_CPUINFO: &str = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Test CPU\nflags\t\t: fpu avx avx2 avx512f amx_tile amx_int8\n\n";
+const X86_CPUINFO: &str = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Test CPU\nflags\t\t: fpu lm avx avx2 avx512f amx_tile amx_int8\n\n";
 
 #[test]
 fn garbage_cpuinfo_without_other_signals_is_65() {
