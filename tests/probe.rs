@@ -704,3 +704,132 @@ fn a_dump_that_cannot_be_written_is_74() {
         .code(74)
         .stderr(predicate::str::contains("cannot write dump"));
 }
+
+/// One entry of `fixtures/real/manifest.toml`.
+fn real_manifest() -> Vec<toml::Table> {
+    let text = std::fs::read_to_string(fixture("real/manifest.toml")).unwrap();
+    let table: toml::Table = text.parse().unwrap();
+    table["tree"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_table().unwrap().clone())
+        .collect()
+}
+
+/// The profile's facts with the tree's own path taken out of its warnings.
+fn facts_of(json: &Value, root: &Path) -> Value {
+    let mut v = json.clone();
+    let obj = v.as_object_mut().unwrap();
+    obj.remove("label");
+    obj.insert("tool".into(), Value::Null);
+    let shown = root.display().to_string();
+    if let Some(Value::Array(warnings)) = obj.get_mut("warnings") {
+        for w in warnings {
+            *w = Value::String(w.as_str().unwrap().replace(&shown, "<root>"));
+        }
+    }
+    v
+}
+
+#[test]
+fn real_capture_corpus_matches_its_manifest() {
+    let trees = real_manifest();
+    assert!(trees.len() >= 40, "the corpus has {} trees", trees.len());
+    let on_disk = std::fs::read_dir(fixture("real"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().is_dir())
+        .count();
+    assert_eq!(on_disk, trees.len(), "every tree in fixtures/real has a manifest entry");
+    let mut failures = Vec::new();
+    for t in &trees {
+        let name = t["name"].as_str().unwrap();
+        assert!(
+            t.get("source").and_then(|s| s.as_str()).is_some_and(|s| s.len() > 20),
+            "{name}: no citation"
+        );
+        let root = fixture(&format!("real/{name}"));
+        let out = edgeplan()
+            .args(["probe", "--format", "json", "--sysroot"])
+            .arg(&root)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+        if let Some(code) = t.get("exit").and_then(|c| c.as_integer()) {
+            let error = t["error"].as_str().unwrap();
+            if out.status.code() != Some(code as i32) || !stderr.contains(error) {
+                failures.push(format!(
+                    "{name}: want exit {code} with {error:?}, got {:?}: {stderr}",
+                    out.status.code()
+                ));
+            }
+            assert_eq!(stderr.lines().count(), 1, "{name}: one line: {stderr}");
+            continue;
+        }
+        if !out.status.success() {
+            failures.push(format!("{name}: failed: {stderr}"));
+            continue;
+        }
+        let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+        for (key, want) in t {
+            let got = match key.as_str() {
+                "name" | "source" => continue,
+                "arch" | "hardware_class" => json[key].clone(),
+                "soc_model" => json["android"]["soc_model"].clone(),
+                "soc_model_source" => {
+                    let got = json["android"]["soc_model_source"].as_str().unwrap_or("");
+                    if !got.starts_with(want.as_str().unwrap()) {
+                        failures.push(format!("{name}: soc_model_source {got:?}, want {want}"));
+                    }
+                    continue;
+                }
+                "htp_arch" => json["android"]["npu"]["htp_arch"].clone(),
+                cpu_key => json["cpu"][cpu_key].clone(),
+            };
+            let want = serde_json::to_value(want).unwrap();
+            if got != want {
+                failures.push(format!("{name}: {key} = {got}, want {want}"));
+            }
+        }
+
+        // `--dump` then `--sysroot` of the dump gives the same facts.
+        let dump = tempfile::tempdir().unwrap();
+        edgeplan()
+            .args(["probe", "--format", "json", "--sysroot"])
+            .arg(&root)
+            .arg("--dump")
+            .arg(dump.path())
+            .assert()
+            .success();
+        let replayed = probe_json(dump.path());
+        if facts_of(&json, &root) != facts_of(&replayed, dump.path()) {
+            failures.push(format!("{name}: the dump does not reproduce the facts"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn truncated_real_captures_never_panic() {
+    for t in real_manifest() {
+        let name = t["name"].as_str().unwrap();
+        let original = fixture(&format!("real/{name}"));
+        let text = std::fs::read(original.join("proc/cpuinfo")).unwrap();
+        for cut in [text.len() / 3, text.len() / 2, text.len().saturating_sub(7)] {
+            let dir = tempfile::tempdir().unwrap();
+            put(dir.path(), "proc/cpuinfo", &text[..cut]);
+            let out = edgeplan()
+                .args(["probe", "--format", "json", "--sysroot"])
+                .arg(dir.path())
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                matches!(out.status.code(), Some(0 | 65)) && !stderr.contains("panicked"),
+                "{name} cut at {cut}: {:?} {stderr}",
+                out.status.code()
+            );
+        }
+    }
+}

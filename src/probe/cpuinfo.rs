@@ -80,9 +80,9 @@ impl Dialect {
     pub fn name(self) -> &'static str {
         match self {
             Dialect::X86_64 => "x86_64",
-            Dialect::X86_32 => "32-bit x86 (i686)",
+            Dialect::X86_32 => "32-bit x86",
             Dialect::Aarch64 => "aarch64",
-            Dialect::Arm32 => "32-bit ARM (armv7l/armv6l)",
+            Dialect::Arm32 => "32-bit ARM",
             Dialect::S390x => "s390x",
             Dialect::Ppc64 => "ppc64/ppc64le (POWER)",
             Dialect::Riscv64 => "riscv64",

@@ -402,6 +402,27 @@ fn arm_clusters(sys: &SysRoot, info: &CpuInfo) -> (Vec<Cluster>, &'static str) {
             }),
         }
     }
+    // Two clusters with one name (MSM8996's Kryo parts 0x205 and 0x211, or one part in
+    // two variants) are told apart by the code that differs.
+    let snapshot: Vec<(String, Option<String>)> =
+        clusters.iter().map(|c| (c.name.clone(), c.part.clone())).collect();
+    for (i, c) in clusters.iter_mut().enumerate() {
+        let twins: Vec<&(String, Option<String>)> = snapshot
+            .iter()
+            .enumerate()
+            .filter(|&(j, (name, _))| j != i && *name == snapshot[i].0)
+            .map(|(_, t)| t)
+            .collect();
+        if twins.is_empty() {
+            continue;
+        }
+        let part_differs = twins.iter().all(|(_, part)| *part != c.part);
+        c.name = match (&c.part, &c.variant) {
+            (Some(p), _) if part_differs => format!("{} (part {p})", snapshot[i].0),
+            (_, Some(v)) => format!("{} (variant {v})", snapshot[i].0),
+            _ => snapshot[i].0.clone(),
+        };
+    }
     (clusters, source)
 }
 

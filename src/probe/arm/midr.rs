@@ -173,8 +173,10 @@ pub fn core_name(implementer: &str, part: &str) -> Option<&'static str> {
             0x00f | 0x02d => "Scorpion",
             0x04d | 0x06f => "Krait",
             0x201 | 0x205 | 0x211 => "Kryo",
-            0x800 => "Falkor-V1/Kryo",
-            0x801 => "Kryo-V2",
+            // cputype.h's KRYO_2XX_GOLD / _SILVER (Snapdragon 835); Centriq's Falkor V1
+            // also reports 0x800, which lscpu hedges as "Falkor-V1/Kryo".
+            0x800 => "Kryo-2XX-Gold",
+            0x801 => "Kryo-2XX-Silver",
             0x802 => "Kryo-3XX-Gold",
             0x803 => "Kryo-3XX-Silver",
             0x804 => "Kryo-4XX-Gold",
