@@ -740,12 +740,18 @@ fn real_capture_corpus_matches_its_manifest() {
         .unwrap()
         .filter(|e| e.as_ref().unwrap().path().is_dir())
         .count();
-    assert_eq!(on_disk, trees.len(), "every tree in fixtures/real has a manifest entry");
+    assert_eq!(
+        on_disk,
+        trees.len(),
+        "every tree in fixtures/real has a manifest entry"
+    );
     let mut failures = Vec::new();
     for t in &trees {
         let name = t["name"].as_str().unwrap();
         assert!(
-            t.get("source").and_then(|s| s.as_str()).is_some_and(|s| s.len() > 20),
+            t.get("source")
+                .and_then(|s| s.as_str())
+                .is_some_and(|s| s.len() > 20),
             "{name}: no citation"
         );
         let root = fixture(&format!("real/{name}"));
@@ -832,4 +838,170 @@ fn truncated_real_captures_never_panic() {
             );
         }
     }
+}
+
+const ARM64_CPUINFO: &str = "processor\t: 0\nFeatures\t: fp asimd asimddp\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x1\nCPU part\t: 0xd05\n\nprocessor\t: 1\nFeatures\t: fp asimd asimddp\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x1\nCPU part\t: 0xd41\n";
+
+fn plan_path(root: &Path) -> String {
+    let out = edgeplan()
+        .args(["plan", "--format", "json", "--sysroot"])
+        .arg(root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    plan["path"]["name"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_shared_codename_claims_no_npu_and_plan_exports_nothing() {
+    let dir = tree();
+    put(dir.path(), "proc/cpuinfo", ARM64_CPUINFO.as_bytes());
+    put(
+        dir.path(),
+        "system/build.prop",
+        b"ro.board.platform=lahaina\n",
+    );
+    let p = Profile::from_value(probe_json(dir.path()), "lahaina").unwrap();
+    assert_eq!(p.hardware_class, HardwareClass::Arm64Cpu);
+    let android = p.android.as_ref().unwrap();
+    assert_eq!(android.soc_model, None);
+    assert_eq!(android.soc_candidates, ["SM8350", "SM7325"]);
+    assert!(!android.npu.as_ref().unwrap().present);
+    assert!(p.warnings.iter().any(|w| w.contains("ro.soc.model")));
+    assert_ne!(plan_path(dir.path()), "export-qnn-w8a16");
+
+    // The numeric soc_id settles it: SM8350 is in the HTP table.
+    put(dir.path(), "sys/devices/soc0/soc_id", b"439\n");
+    put(dir.path(), "sys/devices/soc0/machine", b"Snapdragon\n");
+    let p = Profile::from_value(probe_json(dir.path()), "lahaina").unwrap();
+    assert_eq!(p.hardware_class, HardwareClass::NpuPhone);
+    let android = p.android.as_ref().unwrap();
+    assert_eq!(android.soc_model.as_deref(), Some("SM8350"));
+    assert!(
+        android
+            .soc_model_source
+            .as_deref()
+            .unwrap()
+            .contains("soc_id 439")
+    );
+    assert_eq!(
+        android.npu.as_ref().unwrap().htp_arch.as_deref(),
+        Some("v68")
+    );
+    assert_eq!(plan_path(dir.path()), "export-qnn-w8a16");
+}
+
+#[test]
+fn a_hand_written_npu_phone_without_an_htp_arch_is_not_exported() {
+    let text = std::fs::read_to_string(fixture("profiles/hand-android-npu.json")).unwrap();
+    let mut v: Value = serde_json::from_str(&text).unwrap();
+    v["android"]["npu"]["htp_arch"] = Value::Null;
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), v.to_string()).unwrap();
+    let out = edgeplan()
+        .args(["plan", "--format", "json", "--explain", "--profile"])
+        .arg(file.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_ne!(plan["path"]["name"], "export-qnn-w8a16");
+    assert!(plan.to_string().contains("npu_unsure"));
+}
+
+#[test]
+fn xen_pv_and_virtualbox_guests_are_seen_as_lscpu_sees_them() {
+    let dir = tree();
+    put(dir.path(), "proc/cpuinfo", X86_CPUINFO.as_bytes());
+    put(dir.path(), "proc/xen/capabilities", b"");
+    let p = probe_json(dir.path());
+    assert_eq!(p["environment"]["hypervisor"]["name"], "xen");
+
+    let dir = tree();
+    put(dir.path(), "proc/cpuinfo", X86_CPUINFO.as_bytes());
+    put(
+        dir.path(),
+        "sys/bus/pci/devices/0000:00:04.0/vendor",
+        b"0x80ee\n",
+    );
+    put(
+        dir.path(),
+        "sys/bus/pci/devices/0000:00:04.0/class",
+        b"0x088000\n",
+    );
+    let p = probe_json(dir.path());
+    assert_eq!(p["environment"]["hypervisor"]["name"], "virtualbox");
+}
+
+#[test]
+fn usable_cpus_follow_the_process_mask_and_cpuset_within_online() {
+    let dir = tree();
+    put(dir.path(), "proc/cpuinfo", X86_CPUINFO.as_bytes());
+    put(dir.path(), "sys/devices/system/cpu/online", b"0-15\n");
+    put(dir.path(), "sys/devices/system/cpu/possible", b"0-63\n");
+    put(
+        dir.path(),
+        "proc/self/status",
+        b"Name:\tjob\nCpus_allowed_list:\t0-5\n",
+    );
+    let p = probe_tree(dir.path());
+    assert_eq!(p.cpu.logical_cpus, Some(16));
+    assert_eq!(p.cpu.possible_cpus, Some(64));
+    assert_eq!(p.cpu.usable_threads, Some(6));
+    let lists = p.cpu.cpulists.as_ref().unwrap();
+    assert_eq!(
+        (
+            lists.possible.as_deref(),
+            lists.online.as_deref(),
+            lists.usable.as_deref()
+        ),
+        (Some("0-63"), Some("0-15"), Some("0-5"))
+    );
+
+    // A v1 cpuset reached through /proc/self/cpuset narrows it further.
+    put(dir.path(), "proc/self/cpuset", b"/slurm/job7\n");
+    put(
+        dir.path(),
+        "sys/fs/cgroup/cpuset/slurm/job7/cpuset.cpus",
+        b"4-9\n",
+    );
+    let p = probe_tree(dir.path());
+    assert_eq!(p.cpu.usable_threads, Some(2));
+    assert!(p.cpu.sources["usable_threads"].contains("slurm/job7"));
+}
+
+fn probe_tree(root: &Path) -> Profile {
+    Profile::from_value(probe_json(root), "tree").unwrap()
+}
+
+#[test]
+fn an_x86_cpu_without_avx_carries_a_caveat_into_the_plan() {
+    let dir = tree();
+    put(
+        dir.path(),
+        "proc/cpuinfo",
+        b"processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel name\t: Intel(R) Celeron(R) CPU N3050\nflags\t\t: fpu lm sse sse2 ssse3 sse4_1 sse4_2\n",
+    );
+    let p = probe_tree(dir.path());
+    assert!(
+        p.cpu.caveats.iter().any(|c| c.starts_with("no AVX")),
+        "{:?}",
+        p.cpu.caveats
+    );
+    let out = edgeplan()
+        .args(["plan", "--format", "json", "--sysroot"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        plan["path"]["notes"]
+            .to_string()
+            .contains("CPU caveat: no AVX")
+    );
 }

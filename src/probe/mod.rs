@@ -404,8 +404,10 @@ fn arm_clusters(sys: &SysRoot, info: &CpuInfo) -> (Vec<Cluster>, &'static str) {
     }
     // Two clusters with one name (MSM8996's Kryo parts 0x205 and 0x211, or one part in
     // two variants) are told apart by the code that differs.
-    let snapshot: Vec<(String, Option<String>)> =
-        clusters.iter().map(|c| (c.name.clone(), c.part.clone())).collect();
+    let snapshot: Vec<(String, Option<String>)> = clusters
+        .iter()
+        .map(|c| (c.name.clone(), c.part.clone()))
+        .collect();
     for (i, c) in clusters.iter_mut().enumerate() {
         let twins: Vec<&(String, Option<String>)> = snapshot
             .iter()
