@@ -1,11 +1,14 @@
 //! `edgeplan probe`: the live host or a captured tree, into one [`Profile`].
 //!
 //! Order of work, each step reading only through a [`SysRoot`]:
-//! 1. `/proc/cpuinfo` -> architecture (live: the build's own; sysroot: `flags` means
-//!    x86_64, `Features` aarch64, else other signals in the tree, else exit 65);
+//! 1. `/proc/cpuinfo` -> architecture (live: the build's own; sysroot: the cpuinfo
+//!    dialect, told by fields only one architecture's kernel writes, else other signals
+//!    in the tree; an architecture edgeplan does not plan for, or none, is exit 65);
+//!    Arm cores grouped into clusters by implementer, part and variant;
 //! 2. CPU features: live x86 via CPUID + XGETBV + `arch_prctl` (`x86/`), live arm64 via
 //!    HWCAP (`arm/`), under a sysroot from the cpuinfo words with `os: null`;
-//! 3. cgroup limits -> usable threads and memory (`cgroup.rs`, `cpus.rs`, `memory.rs`);
+//! 3. possible / online / usable CPU sets and cgroup limits -> usable threads and memory
+//!    (`cgroup.rs`, `cpus.rs`, `memory.rs`);
 //! 4. Jetson first (`jetson.rs`), then PCI GPUs (`gpu.rs`), then Android (`android.rs`);
 //! 5. hardware class and `supports_bf16` (`class.rs`); environment (`environment.rs`).
 //!
