@@ -250,6 +250,13 @@ pub fn read(sys: &SysRoot, cpuinfo_hardware: Option<&str>) -> Option<Android> {
     if let Some(m) = soc0.as_deref().filter(|m| chip_shaped(m)) {
         evidence.push((m.to_string(), "/sys/devices/soc0/machine".into()));
     }
+    // Samsung's socinfo writes the chip name itself (`EXYNOS8895`) into soc_id.
+    if let Some(id) = sys
+        .read_line("/sys/devices/soc0/soc_id")
+        .filter(|t| t.parse::<u32>().is_err() && chip_shaped(t))
+    {
+        evidence.push((id, "/sys/devices/soc0/soc_id (a chip name)".into()));
+    }
     for key in ["ro.chipname", "ro.hardware.chipname"] {
         if let Some(v) = prop(key).filter(|v| chip_shaped(v)) {
             evidence.push((v, key.into()));

@@ -397,7 +397,11 @@ fn arm_clusters(sys: &SysRoot, info: &CpuInfo) -> (Vec<Cluster>, &'static str) {
         }) {
             Some(c) => c.count = c.count.map(|n| n + 1),
             None => clusters.push(Cluster {
-                name: arm::display_name(core.implementer.as_deref(), core.part.as_deref()),
+                name: arm::display_name(
+                    core.implementer.as_deref(),
+                    core.part.as_deref(),
+                    core.variant.as_deref(),
+                ),
                 implementer: core.implementer.clone(),
                 part: core.part.clone(),
                 variant: core.variant.clone(),

@@ -228,7 +228,20 @@ pub fn core_name(implementer: &str, part: &str) -> Option<&'static str> {
 }
 
 /// The name edgeplan shows for a core: the table's, or the raw codes when unknown.
-pub fn display_name(implementer: Option<&str>, part: Option<&str>) -> String {
+/// Samsung's first two Mongoose generations share part 0x001 and differ in variant
+/// (M1 in the Exynos 8890 is variant 0x1, M2 in the 8895 variant 0x4).
+pub fn display_name(
+    implementer: Option<&str>,
+    part: Option<&str>,
+    variant: Option<&str>,
+) -> String {
+    if let (Some(i), Some(p), Some(v)) = (implementer, part, variant)
+        && number(i) == Some(0x53)
+        && number(p) == Some(0x001)
+        && number(v).is_some_and(|v| v >= 0x4)
+    {
+        return "Exynos-M2".into();
+    }
     match (implementer, part) {
         (Some(i), Some(p)) => core_name(i, p)
             .map(str::to_string)
@@ -255,8 +268,16 @@ mod tests {
         assert_eq!(core_name("0x99", "0xd03"), None);
         assert_eq!(core_name("garbage", "0xd03"), None);
         assert_eq!(
-            display_name(Some("0x51"), Some("0x123")),
+            display_name(Some("0x51"), Some("0x123"), None),
             "implementer 0x51 part 0x123"
+        );
+        assert_eq!(
+            display_name(Some("0x53"), Some("0x001"), Some("0x4")),
+            "Exynos-M2"
+        );
+        assert_eq!(
+            display_name(Some("0x53"), Some("0x001"), Some("0x1")),
+            "Exynos-M1"
         );
         assert_eq!(vendor_name("0x41"), Some("ARM"));
         assert_eq!(vendor_name("0x70"), Some("Phytium"));
