@@ -4,9 +4,9 @@
 //!
 //! | class / condition                    | path                           |
 //! |--------------------------------------|--------------------------------|
-//! | `npu_phone`                          | `export-qnn-w8a16`             |
+//! | `npu_phone`, HTP architecture sure   | `export-qnn-w8a16`             |
 //! | `cuda_discrete`, `jetson`            | `bf16`, or `fp16` without bf16 |
-//! | `arm64_cpu`                          | `w4a16-tinygemm` (unverified)  |
+//! | `arm64_cpu`, or `npu_phone` unsure    | `w4a16-tinygemm` (unverified)  |
 //! | `x86_cpu`, AMX-INT8 usable, speed    | `w4a8-amx`                     |
 //! | `x86_cpu`, otherwise                 | `w4a16-tinygemm`               |
 //!
@@ -597,6 +597,20 @@ mod tests {
         );
         assert!(arm.path.rationale.contains("KleidiAI"));
         p.hardware_class = HardwareClass::NpuPhone;
+        // No sure HTP architecture: no export.
+        assert_ne!(
+            decide(&p, Priority::Fidelity, &c).path.name,
+            "export-qnn-w8a16"
+        );
+        p.android = Some(crate::profile::Android {
+            npu: Some(crate::profile::Npu {
+                kind: "qualcomm-htp".into(),
+                htp_arch: Some("v75".into()),
+                present: true,
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
         let npu = decide(&p, Priority::Fidelity, &c);
         assert_eq!(
             (npu.path.name.as_str(), npu.path.verified),
