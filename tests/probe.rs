@@ -1005,3 +1005,52 @@ fn an_x86_cpu_without_avx_carries_a_caveat_into_the_plan() {
             .contains("CPU caveat: no AVX")
     );
 }
+
+#[test]
+fn a_slurm_v2_cpuset_without_mountinfo_still_limits_threads() {
+    let dir = tree();
+    put(dir.path(), "proc/cpuinfo", X86_CPUINFO.as_bytes());
+    put(dir.path(), "sys/devices/system/cpu/online", b"0-63\n");
+    put(
+        dir.path(),
+        "proc/self/cgroup",
+        b"0::/system.slice/slurmstepd.scope/job_42/step_0\n",
+    );
+    put(
+        dir.path(),
+        "sys/fs/cgroup/system.slice/slurmstepd.scope/job_42/step_0/cpuset.cpus.effective",
+        b"8-15\n",
+    );
+    let p = probe_tree(dir.path());
+    assert_eq!(p.cpu.usable_threads, Some(8));
+    assert_eq!(p.cpu.cpulists.unwrap().usable.as_deref(), Some("8-15"));
+}
+
+#[test]
+fn a_firmware_build_prop_alone_names_the_architecture() {
+    let dir = tree();
+    put(
+        dir.path(),
+        "vendor/build.prop",
+        b"ro.vendor.product.cpu.abilist=arm64-v8a,armeabi-v7a,armeabi\nro.soc.manufacturer=QTI\nro.soc.model=SM8650\nro.board.platform=pineapple\n",
+    );
+    let p = probe_tree(dir.path());
+    assert_eq!(p.arch, edgeplan::profile::Arch::Aarch64);
+    assert_eq!(p.hardware_class, HardwareClass::NpuPhone);
+    assert_eq!(p.android.unwrap().soc_model.as_deref(), Some("SM8650"));
+
+    let dir = tree();
+    put(
+        dir.path(),
+        "system/build.prop",
+        b"ro.product.cpu.abilist=armeabi-v7a,armeabi\n",
+    );
+    edgeplan()
+        .args(["probe", "--sysroot"])
+        .arg(dir.path())
+        .assert()
+        .code(65)
+        .stderr(predicate::str::contains(
+            "32-bit ARM is not a supported target",
+        ));
+}

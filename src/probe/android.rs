@@ -150,23 +150,18 @@ pub fn chip_for_soc_id(id: u32) -> Option<&'static str> {
     })
 }
 
-/// A chip name: one token, letters then at least three digits (`SM8650`, `SDM845`,
-/// `MT6989`, `Exynos9820`, `Kirin970`, `sm8650-ab`), never a marketing word or sentence.
+/// A chip name: one token that starts with a letter and holds at least three digits
+/// (`SM8650`, `SDM845`, `MT6989`, `Exynos9820`, `s5e9925`, `Kirin970`, `sm8650-ab`), never a
+/// marketing word, a codename without digits (`lahaina`) or a sentence.
 pub fn chip_shaped(text: &str) -> bool {
     let t = text.trim();
     let base = t.split(['-', '_']).next().unwrap_or("");
-    let letters = base.chars().take_while(char::is_ascii_alphabetic).count();
-    let digits = base[letters..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .count();
-    !t.is_empty()
-        && t.len() <= 24
+    (2..=24).contains(&t.len())
         && t.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        && (1..=8).contains(&letters)
-        && digits >= 3
-        && !base[..letters].eq_ignore_ascii_case("universal")
+        && base.starts_with(|c: char| c.is_ascii_alphabetic())
+        && base.bytes().filter(u8::is_ascii_digit).count() >= 3
+        && !base.to_ascii_lowercase().starts_with("universal")
 }
 
 /// Samsung's `universal8890` board platform -> `EXYNOS8890`.
@@ -257,7 +252,12 @@ pub fn read(sys: &SysRoot, cpuinfo_hardware: Option<&str>) -> Option<Android> {
     {
         evidence.push((id, "/sys/devices/soc0/soc_id (a chip name)".into()));
     }
-    for key in ["ro.chipname", "ro.hardware.chipname"] {
+    for key in [
+        "ro.chipname",
+        "ro.hardware.chipname",
+        "ro.vendor.mediatek.platform",
+        "ro.mediatek.platform",
+    ] {
         if let Some(v) = prop(key).filter(|v| chip_shaped(v)) {
             evidence.push((v, key.into()));
         }

@@ -83,20 +83,63 @@ pub fn allowed_list(status: &str) -> Option<BTreeSet<u32>> {
         .and_then(parse_cpulist)
 }
 
-/// The cpuset named by `/proc/self/cpuset` (cgroup v1, also Android's `/dev/cpuset`).
+/// The cpuset of this process's cgroup found without the cgroup reader: the path from
+/// `/proc/self/cpuset` (v1, also Android's `/dev/cpuset`) or the `0::` line of
+/// `/proc/self/cgroup` (v2), below the cpuset / cgroup mount points `/proc/mounts` names
+/// and the usual ones.
 fn self_cpuset(sys: &SysRoot) -> Option<(String, String)> {
-    let path = sys.read_line("/proc/self/cpuset")?;
-    if !path.starts_with('/') {
-        return None;
-    }
-    let path = path.trim_end_matches('/');
-    let candidates = [
-        format!("/sys/fs/cgroup/cpuset{path}/cpuset.effective_cpus"),
-        format!("/sys/fs/cgroup/cpuset{path}/cpuset.cpus"),
-        format!("/sys/fs/cgroup{path}/cpuset.cpus.effective"),
-        format!("/dev/cpuset{path}/effective_cpus"),
-        format!("/dev/cpuset{path}/cpus"),
+    let v1 = sys
+        .read_line("/proc/self/cpuset")
+        .filter(|p| p.starts_with('/'));
+    let v2 = sys.read("/proc/self/cgroup").and_then(|t| {
+        t.lines()
+            .find_map(|l| l.strip_prefix("0::").map(str::to_string))
+            .filter(|p| p.starts_with('/'))
+    });
+    let mut v1_roots = vec![
+        "/sys/fs/cgroup/cpuset".to_string(),
+        "/dev/cpuset".to_string(),
     ];
+    let mut v2_roots = vec![
+        "/sys/fs/cgroup".to_string(),
+        "/sys/fs/cgroup/unified".to_string(),
+    ];
+    if let Some(mounts) = sys.read("/proc/mounts") {
+        for line in mounts.lines().take(4096) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (Some(point), Some(kind)) = (f.get(1), f.get(2)) else {
+                continue;
+            };
+            let opts = f.get(3).copied().unwrap_or("");
+            if *kind == "cpuset" || (*kind == "cgroup" && opts.split(',').any(|o| o == "cpuset")) {
+                v1_roots.insert(0, point.to_string());
+            } else if *kind == "cgroup2" {
+                v2_roots.insert(0, point.to_string());
+            }
+        }
+    }
+    let mut candidates = Vec::new();
+    if let Some(path) = v1.as_deref().map(|p| p.trim_end_matches('/')) {
+        for root in &v1_roots {
+            let root = root.trim_end_matches('/');
+            for file in [
+                "cpuset.effective_cpus",
+                "cpuset.cpus",
+                "effective_cpus",
+                "cpus",
+            ] {
+                candidates.push(format!("{root}{path}/{file}"));
+            }
+        }
+    }
+    if let Some(path) = v2.as_deref().map(|p| p.trim_end_matches('/')) {
+        for root in &v2_roots {
+            candidates.push(format!(
+                "{}{path}/cpuset.cpus.effective",
+                root.trim_end_matches('/')
+            ));
+        }
+    }
     candidates
         .into_iter()
         .find_map(|f| sys.read_line(&f).map(|t| (t, f)))
@@ -334,6 +377,17 @@ mod tests {
         let cpus = read(&sys, 0, None, &CgroupFacts::default());
         assert_eq!(cpus.usable, Some(2));
         assert!(cpus.sources["usable_threads"].ends_with("batch/job1/cpuset.cpus"));
+
+        // A cpuset mounted where /proc/mounts says (hwloc-style captures).
+        put(
+            dir.path(),
+            "proc/mounts",
+            "none /dev/cgroup/cpu cgroup rw,cpuset 0 0\n",
+        );
+        put(dir.path(), "dev/cgroup/cpu/batch/job1/cpuset.cpus", "7\n");
+        let cpus = read(&sys, 0, None, &CgroupFacts::default());
+        assert_eq!(cpus.usable, Some(1));
+        std::fs::remove_file(dir.path().join("proc/mounts")).unwrap();
 
         // A cgroup v2 cpuset from the cgroup reader wins over /proc/self/cpuset.
         let cgroup = CgroupFacts {

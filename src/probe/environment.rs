@@ -120,7 +120,7 @@ fn hypervisor(sys: &SysRoot, cpu_flags: &[String], live: &LiveSignals) -> Option
     if let Some((true, name)) = &live.cpuid_hypervisor {
         return found(name.as_deref(), "cpuid 1.ecx[31]");
     }
-    let dmi = dmi_name(sys);
+    let dmi = dmi_name(sys).or_else(|| dmi_table_name(sys));
     let pci = pci_name(sys);
     if cpu_flags.iter().any(|f| f == "hypervisor") {
         let name = dmi
@@ -195,24 +195,66 @@ fn dmi_name(sys: &SysRoot) -> Option<(&'static str, String)> {
     None
 }
 
-/// A hypervisor named by a PCI vendor id only virtual hardware uses.
+/// The hypervisor a PCI vendor id (`80ee`, lower-case hex without `0x`) belongs to.
+fn virtual_pci_vendor(vendor: &str) -> Option<&'static str> {
+    Some(match vendor {
+        "80ee" => "virtualbox",
+        "15ad" => "vmware",
+        "1414" => "hyperv",
+        "5853" => "xen",
+        "1af4" => "kvm",
+        _ => return None,
+    })
+}
+
+/// A hypervisor named by a PCI vendor id only virtual hardware uses: sysfs, else
+/// `/proc/bus/pci/devices` (what lscpu reads; its second field is vendor then device).
 fn pci_name(sys: &SysRoot) -> Option<(&'static str, String)> {
     for dev in sys.list("/sys/bus/pci/devices").iter().take(512) {
         let file = format!("/sys/bus/pci/devices/{dev}/vendor");
         let Some(vendor) = sys.read_line(&file) else {
             continue;
         };
-        let name = match vendor.to_ascii_lowercase().as_str() {
-            "0x80ee" => "virtualbox",
-            "0x15ad" => "vmware",
-            "0x1414" => "hyperv",
-            "0x5853" => "xen",
-            "0x1af4" => "kvm",
-            _ => continue,
-        };
-        return Some((name, format!("PCI vendor {vendor} ({file})")));
+        let hex = vendor.to_ascii_lowercase();
+        if let Some(name) = virtual_pci_vendor(hex.trim_start_matches("0x")) {
+            return Some((name, format!("PCI vendor {vendor} ({file})")));
+        }
     }
-    None
+    let text = sys.read("/proc/bus/pci/devices")?;
+    text.lines().take(512).find_map(|line| {
+        let id = line.split_whitespace().nth(1)?.to_ascii_lowercase();
+        let vendor = id.get(..4)?;
+        virtual_pci_vendor(vendor).map(|name| {
+            (
+                name,
+                format!("PCI vendor 0x{vendor} (/proc/bus/pci/devices)"),
+            )
+        })
+    })
+}
+
+/// A hypervisor named in the raw SMBIOS table (`/sys/firmware/dmi/tables/DMI`), for trees
+/// that carry the table but not `/sys/class/dmi/id` (lscpu's dumps). Only strings a
+/// virtual machine's firmware writes are looked for.
+fn dmi_table_name(sys: &SysRoot) -> Option<(&'static str, String)> {
+    let bytes = sys.read_bytes("/sys/firmware/dmi/tables/DMI")?;
+    let has = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
+    let name = if has(b"VirtualBox") || has(b"innotek GmbH") {
+        "virtualbox"
+    } else if has(b"VMware") {
+        "vmware"
+    } else if has(b"QEMU") || has(b"Bochs") {
+        "kvm"
+    } else if has(b"Xen") && has(b"HVM domU") {
+        "xen"
+    } else if has(b"Microsoft Corporation") && has(b"Virtual Machine") {
+        "hyperv"
+    } else if has(b"Parallels") {
+        "parallels"
+    } else {
+        return None;
+    };
+    Some((name, "/sys/firmware/dmi/tables/DMI".into()))
 }
 
 #[cfg(test)]
@@ -273,6 +315,23 @@ mod tests {
         );
         assert_eq!(name.as_deref(), Some("virtualbox"));
         assert!(how.unwrap().contains("0x80ee"));
+        let (name, _) = hv(
+            &[(
+                "proc/bus/pci/devices",
+                "0020\t80eecafe\t17\t0\n0028\t80860100\t0\t0\n",
+            )],
+            &[],
+        );
+        assert_eq!(name.as_deref(), Some("virtualbox"));
+        let (name, how) = hv(
+            &[(
+                "sys/firmware/dmi/tables/DMI",
+                "\u{1}\u{1b}\u{0}\u{1}VMware, Inc.\u{0}VMware Virtual Platform\u{0}\u{0}",
+            )],
+            &[],
+        );
+        assert_eq!(name.as_deref(), Some("vmware"));
+        assert!(how.unwrap().contains("tables/DMI"));
         let (name, _) = hv(&[("sys/class/dmi/id/sys_vendor", "innotek GmbH\n")], &[]);
         assert_eq!(name.as_deref(), Some("virtualbox"));
         let (name, how) = hv(

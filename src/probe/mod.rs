@@ -290,35 +290,29 @@ fn decide_arch(sys: &SysRoot, info: &CpuInfo) -> anyhow::Result<Arch> {
             )),
         };
     }
-    let abi = ["/vendor/build.prop", "/system/build.prop"]
-        .iter()
-        .find_map(|f| {
-            let mut props = BTreeMap::new();
-            android::parse_props(&sys.read(f)?, &mut props);
-            props.get("ro.product.cpu.abi").cloned()
-        });
-    let inferred = match abi.as_deref() {
-        Some("arm64-v8a") => Some((Arch::Aarch64, "ro.product.cpu.abi")),
-        Some("x86_64") => Some((Arch::X86_64, "ro.product.cpu.abi")),
-        Some(abi @ ("armeabi-v7a" | "armeabi")) => {
+    let abi = primary_abi(sys);
+    let inferred = match abi.as_ref().map(|(abi, key)| (abi.as_str(), key.as_str())) {
+        Some(("arm64-v8a", key)) => Some((Arch::Aarch64, key.to_string())),
+        Some(("x86_64", key)) => Some((Arch::X86_64, key.to_string())),
+        Some((abi @ ("armeabi-v7a" | "armeabi"), key)) => {
             return Err(unsupported(
                 &format!("{shown}: 32-bit ARM"),
-                &format!("ro.product.cpu.abi={abi}"),
+                &format!("{key}={abi}"),
             ));
         }
-        Some("x86") => {
+        Some(("x86", key)) => {
             return Err(unsupported(
                 &format!("{shown}: 32-bit x86"),
-                "ro.product.cpu.abi=x86",
+                &format!("{key}=x86"),
             ));
         }
         _ if sys.exists("/sys/devices/system/cpu/cpu0/regs/identification/midr_el1") => Some((
             Arch::Aarch64,
-            "/sys/devices/system/cpu/cpu0/regs/identification/midr_el1",
+            "/sys/devices/system/cpu/cpu0/regs/identification/midr_el1".to_string(),
         )),
         _ if sys.exists("/proc/device-tree/compatible") => Some((
             Arch::Aarch64,
-            "/proc/device-tree (x86 does not use a device tree)",
+            "/proc/device-tree (x86 does not use a device tree)".to_string(),
         )),
         _ => None,
     };
@@ -334,6 +328,28 @@ fn decide_arch(sys: &SysRoot, info: &CpuInfo) -> anyhow::Result<Arch> {
             "{shown}: cannot tell the architecture: no line that only one architecture's kernel writes (x86 `vendor_id`/`flags`, Arm `CPU implementer`/`Features`, ...), and nothing else in the tree names one; capture /proc/cpuinfo again"
         ))),
     }
+}
+
+/// The image's primary ABI from its build properties: `ro.product.cpu.abi`, else the
+/// first entry of an `*.cpu.abilist` (`ro.vendor.product.cpu.abilist` on firmware images
+/// that no longer write the old key). Returns the ABI and the key it came from.
+fn primary_abi(sys: &SysRoot) -> Option<(String, String)> {
+    let mut props = BTreeMap::new();
+    for f in ["/system/build.prop", "/vendor/build.prop"] {
+        if let Some(text) = sys.read(f) {
+            android::parse_props(&text, &mut props);
+        }
+    }
+    if let Some(abi) = props.get("ro.product.cpu.abi").filter(|v| !v.is_empty()) {
+        return Some((abi.clone(), "ro.product.cpu.abi".into()));
+    }
+    props
+        .iter()
+        .filter(|(k, _)| k.ends_with("cpu.abilist"))
+        .find_map(|(k, v)| {
+            let first = v.split(',').next()?.trim();
+            (!first.is_empty()).then(|| (first.to_string(), k.clone()))
+        })
 }
 
 /// `uname -m` of the running kernel.
