@@ -97,7 +97,7 @@ impl Dialect {
 
 /// `Features` words only the 32-bit Arm kernel prints (arm64 says `fp`/`asimd`, and
 /// prints these only in the compat view a 32-bit process gets).
-const ARM32_WORDS: &[&str] = &[
+pub const ARM32_WORDS: &[&str] = &[
     "swp", "half", "thumb", "26bit", "fastmult", "fpa", "vfp", "edsp", "java", "iwmmxt", "crunch",
     "thumbee", "neon", "vfpv3", "vfpv3d16", "tls", "vfpv4", "idiva", "idivt", "vfpd32", "lpae",
 ];
@@ -306,21 +306,42 @@ impl CpuInfo {
         if !arm {
             // A 32-bit Arm kernel names the core "... (v7l)" even with no other lines.
             let named = self.key("model name").or(self.key("Processor"));
-            if let Some(v) = named.filter(|v| arm32_suffix(v)) {
+            if let Some(v) = named.filter(|v| arm32_suffix(v).is_some_and(|n| n < 8)) {
                 return Some((Dialect::Arm32, seen("model name", v)));
             }
             return None;
         }
-        // Arm: 32- or 64-bit kernel.
+        // Arm: 32- or 64-bit kernel. A 32-bit kernel prints `CPU architecture` 7 at most
+        // and a `(v7l)`-style platform even on an ARMv8 core; an arm64 kernel answering a
+        // 32-bit reader (the compat view) prints 32-bit Features words but `(v8l)` and 8.
         let processor_line = self.key("Processor").unwrap_or("");
         if processor_line.contains("AArch64") || processor_line.contains("(aarch64)") {
             return Some((Dialect::Aarch64, seen("Processor", processor_line)));
         }
-        if let Some(v) = self.key("model name").filter(|v| arm32_suffix(v)) {
-            return Some((Dialect::Arm32, seen("model name", v)));
+        for key in ["model name", "Processor"] {
+            if let Some(v) = self.key(key)
+                && let Some(version) = arm32_suffix(v)
+            {
+                return Some(if version >= 8 {
+                    (
+                        Dialect::Aarch64,
+                        format!("{} (an arm64 kernel's 32-bit view)", seen(key, v)),
+                    )
+                } else {
+                    (Dialect::Arm32, seen(key, v))
+                });
+            }
         }
-        if let Some(v) = Some(processor_line).filter(|v| arm32_suffix(v)) {
-            return Some((Dialect::Arm32, seen("Processor", v)));
+        if let Some(v) = self.key("CPU architecture") {
+            let digits: String = v.chars().take_while(char::is_ascii_digit).collect();
+            match digits.parse::<u32>() {
+                Ok(n) if n < 8 => return Some((Dialect::Arm32, seen("CPU architecture", v))),
+                Ok(_) => return Some((Dialect::Aarch64, seen("CPU architecture", v))),
+                Err(_) if v.contains("AArch64") => {
+                    return Some((Dialect::Aarch64, seen("CPU architecture", v)));
+                }
+                Err(_) => {}
+            }
         }
         if let Some(word) = self
             .features
@@ -332,16 +353,7 @@ impl CpuInfo {
                 format!("`{word}` in Features (a 32-bit Arm word)"),
             ));
         }
-        if let Some(v) = self.key("CPU architecture") {
-            let digits: String = v.chars().take_while(char::is_ascii_digit).collect();
-            if digits.parse::<u32>().is_ok_and(|n| n < 8) {
-                return Some((Dialect::Arm32, seen("CPU architecture", v)));
-            }
-        }
-        let why = match self.key("CPU architecture") {
-            Some(v) => seen("CPU architecture", v),
-            None => "`CPU implementer` / `Features` lines".into(),
-        };
+        let why = "`CPU implementer` / `Features` lines".to_string();
         Some((Dialect::Aarch64, why))
     }
 
@@ -369,20 +381,12 @@ fn current(cores: &mut Vec<CoreIdentity>) -> &mut CoreIdentity {
     &mut cores[last]
 }
 
-/// `ARMv7 Processor rev 3 (v7l)`: the 32-bit kernel's `(vNl)` / `(vNb)` suffix.
-fn arm32_suffix(name: &str) -> bool {
-    let Some(inner) = name
-        .trim()
-        .strip_suffix(')')
-        .and_then(|n| n.rsplit_once('('))
-    else {
-        return false;
-    };
-    let tag = inner.1;
-    tag.len() >= 3
-        && tag.starts_with('v')
-        && (tag.ends_with('l') || tag.ends_with('b'))
-        && tag[1..tag.len() - 1].chars().all(|c| c.is_ascii_digit())
+/// `ARMv7 Processor rev 3 (v7l)`: the `(vNl)` / `(vNb)` ELF platform suffix of a 32-bit
+/// view, and its N.
+fn arm32_suffix(name: &str) -> Option<u32> {
+    let (_, tag) = name.trim().strip_suffix(')')?.rsplit_once('(')?;
+    let digits = tag.strip_prefix('v')?.strip_suffix(['l', 'b'])?;
+    digits.parse().ok()
 }
 
 fn set_once(slot: &mut Option<String>, value: &str) {
@@ -524,6 +528,10 @@ mod tests {
             ),
             (
                 "processor : 0\nmodel name : ARMv8 Processor rev 4 (v8l)\nFeatures : half thumb fastmult vfp edsp neon vfpv3 tls vfpv4 idiva idivt lpae evtstrm crc32\nCPU implementer : 0x41\nCPU architecture: 8\nCPU part : 0xd03\n",
+                Some(Aarch64),
+            ),
+            (
+                "processor : 0\nmodel name : ARMv7 Processor rev 4 (v7l)\nFeatures : half thumb fastmult vfp edsp neon vfpv3 tls vfpv4 idiva idivt vfpd32 lpae evtstrm crc32\nCPU implementer : 0x41\nCPU architecture: 7\nCPU part : 0xd03\n",
                 Some(Arm32),
             ),
             (
@@ -545,8 +553,10 @@ mod tests {
         }
         assert_eq!(Dialect::S390x.supported(), None);
         assert_eq!(Dialect::Aarch64.supported(), Some(Arch::Aarch64));
-        assert!(arm32_suffix("ARMv7 Processor rev 3 (v7l)"));
-        assert!(!arm32_suffix("AArch64 Processor rev 4 (aarch64)"));
+        assert_eq!(arm32_suffix("ARMv7 Processor rev 3 (v7l)"), Some(7));
+        assert_eq!(arm32_suffix("ARMv8 Processor rev 1 (v8l)"), Some(8));
+        assert_eq!(arm32_suffix("AArch64 Processor rev 4 (aarch64)"), None);
+        assert_eq!(arm32_suffix("ARMv7 Processor rev 3 (v71)"), None);
     }
 
     #[test]

@@ -514,6 +514,17 @@ fn cpu_facts(
             });
         }
         Arch::Aarch64 => {
+            if info
+                .features
+                .iter()
+                .flatten()
+                .any(|w| cpuinfo::ARM32_WORDS.contains(&w.as_str()))
+            {
+                notes.push(format!(
+                    "{} is an arm64 kernel's 32-bit view (a 32-bit process read it): its Features are AArch32 names, so arm64 features are unknown",
+                    sys.shown("/proc/cpuinfo")
+                ));
+            }
             let (clusters, source) = arm_clusters(sys, info);
             let mut vendors: Vec<String> = Vec::new();
             for c in &clusters {
@@ -608,6 +619,13 @@ fn cpu_facts(
                     )
                 })
                 .collect(),
+            Arch::Aarch64
+                if words
+                    .iter()
+                    .any(|w| cpuinfo::ARM32_WORDS.contains(&w.as_str())) =>
+            {
+                BTreeMap::new()
+            }
             Arch::Aarch64 => arm::from_words(words),
         };
         if arch == Arch::X86_64 {
