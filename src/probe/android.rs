@@ -46,19 +46,27 @@ pub fn parse_props(text: &str, into: &mut BTreeMap<String, String>) {
     }
 }
 
-/// SoC -> (HTP architecture, VTCM MB when documented). ExecuTorch's `QcomChipset` table.
+/// SoC -> (HTP architecture, VTCM MB when documented). ExecuTorch's SoC table
+/// (`backends/qualcomm/serialization/qc_schema.py`, `_soc_info_table`, pytorch/executorch
+/// @ 0e9182a36b1ca9e423e28c4fa862e47887b050c1); QCS6490 from its earlier `QcomChipset`.
+/// Chips it does not list (SM7325, SM8635, ...) have no entry: no export targets them.
 pub fn htp_entry(soc: &str) -> Option<(&'static str, Option<u32>)> {
     Some(match soc {
         "SM8350" => ("v68", Some(4)),
-        "SM8450" | "SM8475" => ("v69", None),
-        "SM8550" => ("v73", None),
-        "SM8650" => ("v75", None),
-        "SM8750" => ("v79", None),
-        "SM8850" | "SM8845" => ("v81", None),
-        "QCS6490" => ("v68", Some(2)),
-        "SA8295" | "SA8295P" => ("v68", None),
+        "SM8450" | "SM8475" => ("v69", Some(8)),
+        "SM8550" => ("v73", Some(8)),
+        "SM8650" => ("v75", Some(8)),
+        "SM8750" => ("v79", Some(8)),
+        "SM8850" | "SM8845" => ("v81", Some(8)),
+        "QCS6490" | "QCM6490" => ("v68", Some(2)),
+        "SA8295" | "SA8295P" | "SA8540" | "SA8540P" => ("v68", Some(8)),
+        "SA8255" | "SA8255P" => ("v73", Some(8)),
         "SA8797" => ("v81", Some(16)),
-        "QCS9100" => ("v73", None),
+        "QCS9100" => ("v73", Some(8)),
+        "SSG2115P" | "SSG2125P" | "SXR1230P" => ("v73", Some(2)),
+        "SXR2230P" => ("v69", Some(8)),
+        "SXR2330P" => ("v79", Some(8)),
+        "SAR2230P" | "SW6100" => ("v81", Some(4)),
         _ => return None,
     })
 }
@@ -374,7 +382,10 @@ mod tests {
 
     #[test]
     fn htp_table() {
-        assert_eq!(htp_entry("SM8650"), Some(("v75", None)));
+        assert_eq!(htp_entry("SM8650"), Some(("v75", Some(8))));
+        assert_eq!(htp_entry("QCM6490"), Some(("v68", Some(2))));
+        assert_eq!(htp_entry("SM7325"), None);
+        assert_eq!(htp_entry("SM8635"), None);
         assert_eq!(htp_entry("SM8350"), Some(("v68", Some(4))));
         assert_eq!(htp_entry("QCS6490"), Some(("v68", Some(2))));
         assert_eq!(htp_entry("SA8797"), Some(("v81", Some(16))));
