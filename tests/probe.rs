@@ -1054,3 +1054,29 @@ fn a_firmware_build_prop_alone_names_the_architecture() {
             "32-bit ARM is not a supported target",
         ));
 }
+
+#[test]
+fn a_fleet_plan_goes_on_past_an_unsupported_architecture() {
+    let dir = tree();
+    let good = std::fs::read_to_string(fixture("profiles/arm64-rpi5.json")).unwrap();
+    put(dir.path(), "a.json", good.as_bytes());
+    put(
+        dir.path(),
+        "b.json",
+        good.replace("\"arch\": \"aarch64\"", "\"arch\": \"s390x\"")
+            .as_bytes(),
+    );
+    let out = edgeplan()
+        .args(["plan", "--format", "jsonl", "--profile"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(
+        stderr.contains("b.json") && stderr.contains("s390x"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"));
+}

@@ -180,14 +180,20 @@ pub fn read(
             "possible_cpus".into(),
             "/sys/devices/system/cpu/possible".into(),
         );
-        if let Some(online) = cpus.logical
-            && count(set) > online
-        {
-            sys.warn(format!(
-                "{online} of {} possible CPUs were online when probed (the others were hotplugged off, as phones do when idle); logical_cpus counts the online ones",
-                count(set)
-            ));
-        }
+    }
+    // Present but offline CPUs are worth a word (phones hotplug idle cores); possible
+    // CPUs that are not even present are a VM's or firmware's spare slots, not news.
+    let present = sys
+        .read_line("/sys/devices/system/cpu/present")
+        .and_then(|t| parse_cpulist(&t))
+        .or_else(|| possible.clone());
+    if let (Some(present), Some(online)) = (&present, cpus.logical)
+        && count(present) > online
+    {
+        sys.warn(format!(
+            "{online} of {} CPUs were online when probed (the others were offline, as phones hotplug idle cores); logical_cpus counts the online ones, possible_cpus all of them",
+            count(present)
+        ));
     }
 
     // The process's own restriction, then the cgroup cpuset; each within the online set.
@@ -364,8 +370,17 @@ mod tests {
         assert!(
             sys.take_warnings()
                 .iter()
-                .any(|w| w.contains("8 of 16 possible"))
+                .any(|w| w.contains("8 of 16 CPUs were online"))
         );
+        // A VM's spare hotplug slots (possible but not present) are not news.
+        put(dir.path(), "sys/devices/system/cpu/present", "0-7\n");
+        read(&sys, 0, None, &CgroupFacts::default());
+        assert!(
+            !sys.take_warnings()
+                .iter()
+                .any(|w| w.contains("were online"))
+        );
+        std::fs::remove_file(dir.path().join("sys/devices/system/cpu/present")).unwrap();
 
         // v1 cpuset named only by /proc/self/cpuset.
         put(dir.path(), "proc/self/cpuset", "/batch/job1\n");
