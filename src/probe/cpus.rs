@@ -218,13 +218,14 @@ pub fn read(
             usable = Some((next, source));
         }
     };
-    if let Some(set) = affinity {
-        narrow(set, "sched_getaffinity".into());
-    } else if let Some(set) = sys
+    // Read on a live host too, so `--dump` carries the mask the replay will use.
+    let status_mask = sys
         .read("/proc/self/status")
         .as_deref()
-        .and_then(allowed_list)
-    {
+        .and_then(allowed_list);
+    if let Some(set) = affinity {
+        narrow(set, "sched_getaffinity".into());
+    } else if let Some(set) = status_mask {
         narrow(set, "/proc/self/status Cpus_allowed_list".into());
     }
     let cpuset = cgroup.cpuset.clone().or_else(|| self_cpuset(sys));
