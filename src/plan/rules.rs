@@ -6,7 +6,7 @@
 //! |--------------------------------------|--------------------------------|
 //! | `npu_phone`, HTP architecture sure   | `export-qnn-w8a16`             |
 //! | `cuda_discrete`, `jetson`            | `bf16`, or `fp16` without bf16 |
-//! | `arm64_cpu`, or `npu_phone` unsure    | `w4a16-tinygemm` (unverified)  |
+//! | `arm64_cpu`, or `npu_phone` unsure   | `w4a16-tinygemm` (unverified)  |
 //! | `x86_cpu`, AMX-INT8 usable, speed    | `w4a8-amx`                     |
 //! | `x86_cpu`, otherwise                 | `w4a16-tinygemm`               |
 //!
