@@ -123,13 +123,13 @@ pub fn probe(sys: &SysRoot) -> anyhow::Result<Profile> {
         }
     };
     let arch = decide_arch(sys, &info)?;
-    let info = match info.arch() {
-        Some(described) if described != arch => {
+    let info = match info.dialect() {
+        Some((described, _)) if described.supported() != Some(arch) => {
             // A live binary under emulation (qemu-user, Rosetta) reads the host's cpuinfo.
             sys.warn(format!(
                 "{} describes a {} CPU but this process runs as {}: emulated? CPU identity from it ignored",
                 sys.shown("/proc/cpuinfo"),
-                described.as_str(),
+                described.name(),
                 arch.as_str()
             ));
             CpuInfo {
