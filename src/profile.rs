@@ -138,6 +138,41 @@ pub struct Cpu {
     /// Extension: where each CPU fact came from (`logical_cpus`, `usable_threads`, `features`, ...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub sources: BTreeMap<String, String>,
+    /// Extension: Arm core clusters (same implementer, part and variant), in CPU order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<Cluster>,
+    /// Extension: CPUs the kernel could bring online (`/sys/devices/system/cpu/possible`);
+    /// more than `logical_cpus` when cores were offline (hotplugged) at probe time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub possible_cpus: Option<u32>,
+    /// Extension: the possible, online and usable CPU sets as kernel cpulists (`0-3,6`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpulists: Option<CpuLists>,
+    /// Extension: facts about this CPU that limit what can run on it, one line each
+    /// (e.g. an x86 CPU without AVX).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub caveats: Vec<String>,
+}
+
+/// Extension: Arm cores sharing one MIDR identity.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cluster {
+    /// The core's name (`Cortex-A76`), or `implementer 0xNN part 0xNNN` when unknown.
+    pub name: String,
+    pub implementer: Option<String>,
+    pub part: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+    /// How many CPUs; `null` when the kernel printed one identity for all of them.
+    pub count: Option<u32>,
+}
+
+/// Extension: CPU sets as kernel cpulists; `null` when unknown.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuLists {
+    pub possible: Option<String>,
+    pub online: Option<String>,
+    pub usable: Option<String>,
 }
 
 /// Extension: the CPU's identity numbers, as the kernel or CPUID reports them.
@@ -251,6 +286,10 @@ pub struct Android {
     /// Extension: `ro.hardware`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hardware: Option<String>,
+    /// Extension: when the evidence names more than one SoC, every candidate (and
+    /// `soc_model` is `null`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub soc_candidates: Vec<String>,
     /// Extension: QNN / FastRPC libraries found on the image (not proof the NPU is reachable).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub qnn_libraries: Vec<String>,

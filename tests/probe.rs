@@ -142,7 +142,7 @@ fn arm_fixture_features() {
         assert!(usable(&g3, name), "graviton3 {name}");
     }
     assert!(!usable(&g3, "sve2") && !usable(&g3, "sme"));
-    assert_eq!(g3.cpu.model_name.as_deref(), Some("Neoverse-V1"));
+    assert_eq!(g3.cpu.model_name.as_deref(), Some("8x Neoverse-V1"));
     let id = g3.cpu.id.as_ref().unwrap();
     assert_eq!(
         (id.implementer.as_deref(), id.parts.as_slice()),
@@ -151,7 +151,7 @@ fn arm_fixture_features() {
 
     let rpi = probe("arm64-rpi5");
     assert!(usable(&rpi, "asimddp") && !usable(&rpi, "i8mm") && !usable(&rpi, "bf16"));
-    assert_eq!(rpi.cpu.model_name.as_deref(), Some("Cortex-A76"));
+    assert_eq!(rpi.cpu.model_name.as_deref(), Some("4x Cortex-A76"));
     assert!(rpi.jetson.is_none(), "a device tree alone is not Tegra");
 
     let phone = probe("android-sm8650");
@@ -315,7 +315,7 @@ fn put(root: &Path, rel: &str, bytes: &[u8]) {
     std::fs::write(p, bytes).unwrap();
 }
 
-const X86_CPUINFO: &str = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Test CPU\nflags\t\t: fpu avx avx2 avx512f amx_tile amx_int8\n\n";
+const X86_CPUINFO: &str = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Test CPU\nflags\t\t: fpu lm avx avx2 avx512f amx_tile amx_int8\n\n";
 
 #[test]
 fn garbage_cpuinfo_without_other_signals_is_65() {
@@ -703,4 +703,380 @@ fn a_dump_that_cannot_be_written_is_74() {
         .assert()
         .code(74)
         .stderr(predicate::str::contains("cannot write dump"));
+}
+
+/// One entry of `fixtures/real/manifest.toml`.
+fn real_manifest() -> Vec<toml::Table> {
+    let text = std::fs::read_to_string(fixture("real/manifest.toml")).unwrap();
+    let table: toml::Table = text.parse().unwrap();
+    table["tree"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_table().unwrap().clone())
+        .collect()
+}
+
+/// The profile's facts with the tree's own path taken out of its warnings.
+fn facts_of(json: &Value, root: &Path) -> Value {
+    let mut v = json.clone();
+    let obj = v.as_object_mut().unwrap();
+    obj.remove("label");
+    obj.insert("tool".into(), Value::Null);
+    let shown = root.display().to_string();
+    if let Some(Value::Array(warnings)) = obj.get_mut("warnings") {
+        for w in warnings {
+            *w = Value::String(w.as_str().unwrap().replace(&shown, "<root>"));
+        }
+    }
+    v
+}
+
+#[test]
+fn real_capture_corpus_matches_its_manifest() {
+    let trees = real_manifest();
+    assert!(trees.len() >= 40, "the corpus has {} trees", trees.len());
+    let on_disk = std::fs::read_dir(fixture("real"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().is_dir())
+        .count();
+    assert_eq!(
+        on_disk,
+        trees.len(),
+        "every tree in fixtures/real has a manifest entry"
+    );
+    let mut failures = Vec::new();
+    for t in &trees {
+        let name = t["name"].as_str().unwrap();
+        assert!(
+            t.get("source")
+                .and_then(|s| s.as_str())
+                .is_some_and(|s| s.len() > 20),
+            "{name}: no citation"
+        );
+        let root = fixture(&format!("real/{name}"));
+        let out = edgeplan()
+            .args(["probe", "--format", "json", "--sysroot"])
+            .arg(&root)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+        if let Some(code) = t.get("exit").and_then(|c| c.as_integer()) {
+            let error = t["error"].as_str().unwrap();
+            if out.status.code() != Some(code as i32) || !stderr.contains(error) {
+                failures.push(format!(
+                    "{name}: want exit {code} with {error:?}, got {:?}: {stderr}",
+                    out.status.code()
+                ));
+            }
+            assert_eq!(stderr.lines().count(), 1, "{name}: one line: {stderr}");
+            continue;
+        }
+        if !out.status.success() {
+            failures.push(format!("{name}: failed: {stderr}"));
+            continue;
+        }
+        let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+        for (key, want) in t {
+            let got = match key.as_str() {
+                "name" | "source" => continue,
+                "arch" | "hardware_class" => json[key].clone(),
+                "soc_model" => json["android"]["soc_model"].clone(),
+                "soc_model_source" => {
+                    let got = json["android"]["soc_model_source"].as_str().unwrap_or("");
+                    if !got.starts_with(want.as_str().unwrap()) {
+                        failures.push(format!("{name}: soc_model_source {got:?}, want {want}"));
+                    }
+                    continue;
+                }
+                "htp_arch" => json["android"]["npu"]["htp_arch"].clone(),
+                cpu_key => json["cpu"][cpu_key].clone(),
+            };
+            let want = serde_json::to_value(want).unwrap();
+            if got != want {
+                failures.push(format!("{name}: {key} = {got}, want {want}"));
+            }
+        }
+
+        // `--dump` then `--sysroot` of the dump gives the same facts.
+        let dump = tempfile::tempdir().unwrap();
+        edgeplan()
+            .args(["probe", "--format", "json", "--sysroot"])
+            .arg(&root)
+            .arg("--dump")
+            .arg(dump.path())
+            .assert()
+            .success();
+        let replayed = probe_json(dump.path());
+        if facts_of(&json, &root) != facts_of(&replayed, dump.path()) {
+            failures.push(format!("{name}: the dump does not reproduce the facts"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn truncated_real_captures_never_panic() {
+    for t in real_manifest() {
+        let name = t["name"].as_str().unwrap();
+        let original = fixture(&format!("real/{name}"));
+        let text = std::fs::read(original.join("proc/cpuinfo")).unwrap();
+        for cut in [text.len() / 3, text.len() / 2, text.len().saturating_sub(7)] {
+            let dir = tempfile::tempdir().unwrap();
+            put(dir.path(), "proc/cpuinfo", &text[..cut]);
+            let out = edgeplan()
+                .args(["probe", "--format", "json", "--sysroot"])
+                .arg(dir.path())
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                matches!(out.status.code(), Some(0 | 65)) && !stderr.contains("panicked"),
+                "{name} cut at {cut}: {:?} {stderr}",
+                out.status.code()
+            );
+        }
+    }
+}
+
+const ARM64_CPUINFO: &str = "processor\t: 0\nFeatures\t: fp asimd asimddp\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x1\nCPU part\t: 0xd05\n\nprocessor\t: 1\nFeatures\t: fp asimd asimddp\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x1\nCPU part\t: 0xd41\n";
+
+fn plan_path(root: &Path) -> String {
+    let out = edgeplan()
+        .args(["plan", "--format", "json", "--sysroot"])
+        .arg(root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    plan["path"]["name"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_shared_codename_claims_no_npu_and_plan_exports_nothing() {
+    let dir = tree();
+    put(dir.path(), "proc/cpuinfo", ARM64_CPUINFO.as_bytes());
+    put(
+        dir.path(),
+        "system/build.prop",
+        b"ro.board.platform=lahaina\n",
+    );
+    let p = Profile::from_value(probe_json(dir.path()), "lahaina").unwrap();
+    assert_eq!(p.hardware_class, HardwareClass::Arm64Cpu);
+    let android = p.android.as_ref().unwrap();
+    assert_eq!(android.soc_model, None);
+    assert_eq!(android.soc_candidates, ["SM8350", "SM7325"]);
+    assert!(!android.npu.as_ref().unwrap().present);
+    assert!(p.warnings.iter().any(|w| w.contains("ro.soc.model")));
+    assert_ne!(plan_path(dir.path()), "export-qnn-w8a16");
+
+    // The numeric soc_id settles it: SM8350 is in the HTP table.
+    put(dir.path(), "sys/devices/soc0/soc_id", b"439\n");
+    put(dir.path(), "sys/devices/soc0/machine", b"Snapdragon\n");
+    let p = Profile::from_value(probe_json(dir.path()), "lahaina").unwrap();
+    assert_eq!(p.hardware_class, HardwareClass::NpuPhone);
+    let android = p.android.as_ref().unwrap();
+    assert_eq!(android.soc_model.as_deref(), Some("SM8350"));
+    assert!(
+        android
+            .soc_model_source
+            .as_deref()
+            .unwrap()
+            .contains("soc_id 439")
+    );
+    assert_eq!(
+        android.npu.as_ref().unwrap().htp_arch.as_deref(),
+        Some("v68")
+    );
+    assert_eq!(plan_path(dir.path()), "export-qnn-w8a16");
+}
+
+#[test]
+fn a_hand_written_npu_phone_without_an_htp_arch_is_not_exported() {
+    let text = std::fs::read_to_string(fixture("profiles/hand-android-npu.json")).unwrap();
+    let mut v: Value = serde_json::from_str(&text).unwrap();
+    v["android"]["npu"]["htp_arch"] = Value::Null;
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), v.to_string()).unwrap();
+    let out = edgeplan()
+        .args(["plan", "--format", "json", "--explain", "--profile"])
+        .arg(file.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_ne!(plan["path"]["name"], "export-qnn-w8a16");
+    assert!(plan.to_string().contains("npu_unsure"));
+}
+
+#[test]
+fn xen_pv_and_virtualbox_guests_are_seen_as_lscpu_sees_them() {
+    let dir = tree();
+    put(dir.path(), "proc/cpuinfo", X86_CPUINFO.as_bytes());
+    put(dir.path(), "proc/xen/capabilities", b"");
+    let p = probe_json(dir.path());
+    assert_eq!(p["environment"]["hypervisor"]["name"], "xen");
+
+    let dir = tree();
+    put(dir.path(), "proc/cpuinfo", X86_CPUINFO.as_bytes());
+    put(
+        dir.path(),
+        "sys/bus/pci/devices/0000:00:04.0/vendor",
+        b"0x80ee\n",
+    );
+    put(
+        dir.path(),
+        "sys/bus/pci/devices/0000:00:04.0/class",
+        b"0x088000\n",
+    );
+    let p = probe_json(dir.path());
+    assert_eq!(p["environment"]["hypervisor"]["name"], "virtualbox");
+}
+
+#[test]
+fn usable_cpus_follow_the_process_mask_and_cpuset_within_online() {
+    let dir = tree();
+    put(dir.path(), "proc/cpuinfo", X86_CPUINFO.as_bytes());
+    put(dir.path(), "sys/devices/system/cpu/online", b"0-15\n");
+    put(dir.path(), "sys/devices/system/cpu/possible", b"0-63\n");
+    put(
+        dir.path(),
+        "proc/self/status",
+        b"Name:\tjob\nCpus_allowed_list:\t0-5\n",
+    );
+    let p = probe_tree(dir.path());
+    assert_eq!(p.cpu.logical_cpus, Some(16));
+    assert_eq!(p.cpu.possible_cpus, Some(64));
+    assert_eq!(p.cpu.usable_threads, Some(6));
+    let lists = p.cpu.cpulists.as_ref().unwrap();
+    assert_eq!(
+        (
+            lists.possible.as_deref(),
+            lists.online.as_deref(),
+            lists.usable.as_deref()
+        ),
+        (Some("0-63"), Some("0-15"), Some("0-5"))
+    );
+
+    // A v1 cpuset reached through /proc/self/cpuset narrows it further.
+    put(dir.path(), "proc/self/cpuset", b"/slurm/job7\n");
+    put(
+        dir.path(),
+        "sys/fs/cgroup/cpuset/slurm/job7/cpuset.cpus",
+        b"4-9\n",
+    );
+    let p = probe_tree(dir.path());
+    assert_eq!(p.cpu.usable_threads, Some(2));
+    assert!(p.cpu.sources["usable_threads"].contains("slurm/job7"));
+}
+
+fn probe_tree(root: &Path) -> Profile {
+    Profile::from_value(probe_json(root), "tree").unwrap()
+}
+
+#[test]
+fn an_x86_cpu_without_avx_carries_a_caveat_into_the_plan() {
+    let dir = tree();
+    put(
+        dir.path(),
+        "proc/cpuinfo",
+        b"processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel name\t: Intel(R) Celeron(R) CPU N3050\nflags\t\t: fpu lm sse sse2 ssse3 sse4_1 sse4_2\n",
+    );
+    let p = probe_tree(dir.path());
+    assert!(
+        p.cpu.caveats.iter().any(|c| c.starts_with("no AVX")),
+        "{:?}",
+        p.cpu.caveats
+    );
+    let out = edgeplan()
+        .args(["plan", "--format", "json", "--sysroot"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        plan["path"]["notes"]
+            .to_string()
+            .contains("CPU caveat: no AVX")
+    );
+}
+
+#[test]
+fn a_slurm_v2_cpuset_without_mountinfo_still_limits_threads() {
+    let dir = tree();
+    put(dir.path(), "proc/cpuinfo", X86_CPUINFO.as_bytes());
+    put(dir.path(), "sys/devices/system/cpu/online", b"0-63\n");
+    put(
+        dir.path(),
+        "proc/self/cgroup",
+        b"0::/system.slice/slurmstepd.scope/job_42/step_0\n",
+    );
+    put(
+        dir.path(),
+        "sys/fs/cgroup/system.slice/slurmstepd.scope/job_42/step_0/cpuset.cpus.effective",
+        b"8-15\n",
+    );
+    let p = probe_tree(dir.path());
+    assert_eq!(p.cpu.usable_threads, Some(8));
+    assert_eq!(p.cpu.cpulists.unwrap().usable.as_deref(), Some("8-15"));
+}
+
+#[test]
+fn a_firmware_build_prop_alone_names_the_architecture() {
+    let dir = tree();
+    put(
+        dir.path(),
+        "vendor/build.prop",
+        b"ro.vendor.product.cpu.abilist=arm64-v8a,armeabi-v7a,armeabi\nro.soc.manufacturer=QTI\nro.soc.model=SM8650\nro.board.platform=pineapple\n",
+    );
+    let p = probe_tree(dir.path());
+    assert_eq!(p.arch, edgeplan::profile::Arch::Aarch64);
+    assert_eq!(p.hardware_class, HardwareClass::NpuPhone);
+    assert_eq!(p.android.unwrap().soc_model.as_deref(), Some("SM8650"));
+
+    let dir = tree();
+    put(
+        dir.path(),
+        "system/build.prop",
+        b"ro.product.cpu.abilist=armeabi-v7a,armeabi\n",
+    );
+    edgeplan()
+        .args(["probe", "--sysroot"])
+        .arg(dir.path())
+        .assert()
+        .code(65)
+        .stderr(predicate::str::contains(
+            "32-bit ARM is not a supported target",
+        ));
+}
+
+#[test]
+fn a_fleet_plan_goes_on_past_an_unsupported_architecture() {
+    let dir = tree();
+    let good = std::fs::read_to_string(fixture("profiles/arm64-rpi5.json")).unwrap();
+    put(dir.path(), "a.json", good.as_bytes());
+    put(
+        dir.path(),
+        "b.json",
+        good.replace("\"arch\": \"aarch64\"", "\"arch\": \"s390x\"")
+            .as_bytes(),
+    );
+    let out = edgeplan()
+        .args(["plan", "--format", "jsonl", "--profile"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(
+        stderr.contains("b.json") && stderr.contains("s390x"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"));
 }

@@ -4,9 +4,9 @@
 //!
 //! | class / condition                    | path                           |
 //! |--------------------------------------|--------------------------------|
-//! | `npu_phone`                          | `export-qnn-w8a16`             |
+//! | `npu_phone`, HTP architecture sure   | `export-qnn-w8a16`             |
 //! | `cuda_discrete`, `jetson`            | `bf16`, or `fp16` without bf16 |
-//! | `arm64_cpu`                          | `w4a16-tinygemm` (unverified)  |
+//! | `arm64_cpu`, or `npu_phone` unsure   | `w4a16-tinygemm` (unverified)  |
 //! | `x86_cpu`, AMX-INT8 usable, speed    | `w4a8-amx`                     |
 //! | `x86_cpu`, otherwise                 | `w4a16-tinygemm`               |
 //!
@@ -43,9 +43,26 @@ pub fn decide(profile: &Profile, priority: impl Into<Priority>, catalog: &Catalo
     }];
     let mut lost: Vec<(PathId, String)> = Vec::new();
 
-    let chosen = match class {
+    // An export is built for one HTP architecture; without a sure one, plan the CPU.
+    let npu = profile.android.as_ref().and_then(|a| a.npu.as_ref());
+    let npu_sure = npu.is_some_and(|n| n.present && n.htp_arch.is_some());
+    let route = if class == HardwareClass::NpuPhone && !npu_sure {
+        trace.push(Step {
+            rule: "npu_unsure".into(),
+            outcome: "the NPU's HTP architecture is not known for sure (ambiguous SoC or no HTP entry), and a context binary built for the wrong one does not load: no export, the phone's Arm CPU is planned instead".into(),
+            facts: vec![
+                fact("android.soc_model", json!(profile.android.as_ref().and_then(|a| a.soc_model.clone())), origin.clone()),
+                fact("android.soc_candidates", json!(profile.android.as_ref().map(|a| a.soc_candidates.clone())), origin.clone()),
+                fact("android.npu.htp_arch", json!(npu.and_then(|n| n.htp_arch.clone())), origin.clone()),
+            ],
+        });
+        HardwareClass::Arm64Cpu
+    } else {
+        class
+    };
+
+    let chosen = match route {
         HardwareClass::NpuPhone => {
-            let npu = profile.android.as_ref().and_then(|a| a.npu.as_ref());
             trace.push(Step {
                 rule: "npu_export".into(),
                 outcome: "an NPU phone: vLLM cannot run on the NPU, so the deliverable is an exported QNN graph with calibrated 8-bit weights and 16-bit activations".into(),
@@ -140,6 +157,30 @@ pub fn decide(profile: &Profile, priority: impl Into<Priority>, catalog: &Catalo
     };
 
     let spec = catalog.path(chosen);
+    let mut notes = spec.notes_for(route);
+    if matches!(route, HardwareClass::X86Cpu | HardwareClass::Arm64Cpu)
+        && !profile.cpu.caveats.is_empty()
+    {
+        trace.push(Step {
+            rule: "cpu_caveats".into(),
+            outcome: format!(
+                "the probe reported {} CPU caveat(s); they are repeated in the path's notes",
+                profile.cpu.caveats.len()
+            ),
+            facts: vec![fact(
+                "cpu.caveats",
+                json!(profile.cpu.caveats),
+                origin.clone(),
+            )],
+        });
+        notes.extend(
+            profile
+                .cpu
+                .caveats
+                .iter()
+                .map(|c| format!("CPU caveat: {c}")),
+        );
+    }
     let mut engine_kwargs = serde_json::Map::new();
     let kwargs_outcome = match (&spec.quantization, spec.runs_in_vllm) {
         (_, false) => "no engine kwargs: this path does not run in vLLM".to_string(),
@@ -178,10 +219,10 @@ pub fn decide(profile: &Profile, priority: impl Into<Priority>, catalog: &Catalo
             bits_per_weight: spec.bits_per_weight,
             fused_cpu_norms: spec.fused_cpu_norms,
             runs_in_vllm: spec.runs_in_vllm,
-            verified: spec.verified_for(class),
-            rationale: spec.rationale_for(class).to_string(),
+            verified: spec.verified_for(route),
+            rationale: spec.rationale_for(route).to_string(),
             build_with: spec.build_with.clone(),
-            notes: spec.notes_for(class),
+            notes,
         },
         engine_kwargs,
         threads: profile.cpu.usable_threads,
@@ -556,6 +597,20 @@ mod tests {
         );
         assert!(arm.path.rationale.contains("KleidiAI"));
         p.hardware_class = HardwareClass::NpuPhone;
+        // No sure HTP architecture: no export.
+        assert_ne!(
+            decide(&p, Priority::Fidelity, &c).path.name,
+            "export-qnn-w8a16"
+        );
+        p.android = Some(crate::profile::Android {
+            npu: Some(crate::profile::Npu {
+                kind: "qualcomm-htp".into(),
+                htp_arch: Some("v75".into()),
+                present: true,
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
         let npu = decide(&p, Priority::Fidelity, &c);
         assert_eq!(
             (npu.path.name.as_str(), npu.path.verified),

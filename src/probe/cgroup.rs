@@ -21,8 +21,8 @@ pub struct CgroupFacts {
     pub inactive_file: Option<(u64, String)>,
     /// CPUs' worth of quota (`350000 100000` -> 3.5).
     pub cpu_quota: Option<(f64, String)>,
-    /// Number of CPUs in the effective cpuset.
-    pub cpuset: Option<(u32, String)>,
+    /// The effective cpuset as a kernel cpulist (`0-3`).
+    pub cpuset: Option<(String, String)>,
     /// `/proc/self/cgroup` was read, so a missing limit means "none", not "unknown".
     pub resolved: bool,
 }
@@ -224,7 +224,7 @@ pub fn read(sys: &SysRoot) -> CgroupFacts {
     } else {
         None
     };
-    facts.cpuset = cpuset.and_then(|(text, file)| cpulist_count(&text).map(|n| (n, file)));
+    facts.cpuset = cpuset.filter(|(text, _)| cpulist_count(text).is_some());
     facts
 }
 
@@ -377,7 +377,7 @@ mod tests {
         assert_eq!(facts.cpu_quota.unwrap().0, 2.0);
         assert_eq!(facts.memory_usage.unwrap().0, 1000);
         assert_eq!(facts.inactive_file.unwrap().0, 400);
-        assert_eq!(facts.cpuset.unwrap().0, 8);
+        assert_eq!(cpulist_count(&facts.cpuset.unwrap().0), Some(8));
     }
 
     #[test]

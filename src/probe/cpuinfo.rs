@@ -7,7 +7,7 @@
 //! binary bytes, NULs), so a damaged file yields fewer facts, never an error.
 //! Deciding the architecture from it is [`CpuInfo::arch`]'s job.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::profile::Arch;
 
@@ -32,7 +32,75 @@ pub struct CpuInfo {
     pub hardware: Option<String>,
     /// Distinct (`physical id`, `core id`) pairs (x86); 0 when the file has none.
     pub physical_cores: u32,
+    /// Arm: one identity per `processor` block that carried one, in file order.
+    pub cores: Vec<CoreIdentity>,
+    /// The first value of every key (capped), for telling the dialect apart.
+    pub keys: BTreeMap<String, String>,
+    /// x86-32 kernels only: the `fdiv_bug`, `f00f_bug`, `hlt_bug` or `coma_bug` line seen.
+    pub x86_32_bug_line: Option<String>,
 }
+
+/// One Arm core's `CPU implementer`, `CPU variant` and `CPU part`, lower-case hex.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CoreIdentity {
+    pub implementer: Option<String>,
+    pub variant: Option<String>,
+    pub part: Option<String>,
+}
+
+/// The Linux architecture a cpuinfo text was written by, told apart by fields that only
+/// that architecture's kernel writes (see [`CpuInfo::dialect`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    X86_64,
+    X86_32,
+    Aarch64,
+    Arm32,
+    S390x,
+    Ppc64,
+    Riscv64,
+    Riscv32,
+    LoongArch64,
+    Ia64,
+    Mips,
+    Sparc,
+}
+
+impl Dialect {
+    /// The profile architecture, for the two edgeplan plans for.
+    pub fn supported(self) -> Option<Arch> {
+        match self {
+            Dialect::X86_64 => Some(Arch::X86_64),
+            Dialect::Aarch64 => Some(Arch::Aarch64),
+            _ => None,
+        }
+    }
+
+    /// How the architecture is named in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::X86_64 => "x86_64",
+            Dialect::X86_32 => "32-bit x86",
+            Dialect::Aarch64 => "aarch64",
+            Dialect::Arm32 => "32-bit ARM",
+            Dialect::S390x => "s390x",
+            Dialect::Ppc64 => "ppc64/ppc64le (POWER)",
+            Dialect::Riscv64 => "riscv64",
+            Dialect::Riscv32 => "riscv32",
+            Dialect::LoongArch64 => "loongarch64",
+            Dialect::Ia64 => "ia64 (Itanium)",
+            Dialect::Mips => "mips",
+            Dialect::Sparc => "sparc64",
+        }
+    }
+}
+
+/// `Features` words only the 32-bit Arm kernel prints (arm64 says `fp`/`asimd`, and
+/// prints these only in the compat view a 32-bit process gets).
+pub const ARM32_WORDS: &[&str] = &[
+    "swp", "half", "thumb", "26bit", "fastmult", "fpa", "vfp", "edsp", "java", "iwmmxt", "crunch",
+    "thumbee", "neon", "vfpv3", "vfpv3d16", "tls", "vfpv4", "idiva", "idivt", "vfpd32", "lpae",
+];
 
 impl CpuInfo {
     pub fn parse(text: &str) -> CpuInfo {
@@ -50,8 +118,19 @@ impl CpuInfo {
             if key.is_empty() || key.len() > 40 || key.chars().any(|c| c.is_control()) {
                 continue;
             }
+            if info.keys.len() < 256 && !info.keys.contains_key(key) {
+                info.keys.insert(key.to_string(), value.to_string());
+            }
             match key {
-                "processor" if value.parse::<u32>().is_ok() => info.processors += 1,
+                "processor" if value.parse::<u32>().is_ok() => {
+                    info.processors += 1;
+                    info.cores.push(CoreIdentity::default());
+                }
+                "fdiv_bug" | "f00f_bug" | "hlt_bug" | "coma_bug"
+                    if info.x86_32_bug_line.is_none() =>
+                {
+                    info.x86_32_bug_line = Some(key.to_string());
+                }
                 "vendor_id" => set_once(&mut info.vendor_id, value),
                 "model name" => set_once(&mut info.model_name, value),
                 "cpu family" => set_num(&mut info.family, value),
@@ -69,11 +148,26 @@ impl CpuInfo {
                         Some(prev) => prev.intersection(&set).cloned().collect(),
                     });
                 }
-                "CPU implementer" => set_once(&mut info.implementer, &value.to_lowercase()),
+                "CPU implementer" => {
+                    let implementer = value.to_lowercase();
+                    if is_hex(&implementer) {
+                        current(&mut info.cores).implementer = Some(implementer.clone());
+                    }
+                    set_once(&mut info.implementer, &implementer);
+                }
+                "CPU variant" => {
+                    let variant = value.to_lowercase();
+                    if is_hex(&variant) {
+                        current(&mut info.cores).variant = Some(variant);
+                    }
+                }
                 "CPU part" => {
                     let part = value.to_lowercase();
-                    if is_hex(&part) && !info.parts.contains(&part) {
-                        info.parts.push(part);
+                    if is_hex(&part) {
+                        current(&mut info.cores).part = Some(part.clone());
+                        if !info.parts.contains(&part) {
+                            info.parts.push(part);
+                        }
                     }
                 }
                 "Hardware" | "Model" => set_once(&mut info.hardware, value),
@@ -98,20 +192,175 @@ impl CpuInfo {
         if info.implementer.as_deref().is_some_and(|i| !is_hex(i)) {
             info.implementer = None;
         }
+        info.cores
+            .retain(|c| c.part.is_some() || c.implementer.is_some());
         info
     }
 
-    /// The architecture the file describes: `flags` or `vendor_id` mean x86_64,
-    /// `Features` or `CPU implementer` mean aarch64. `None` when it says neither.
-    pub fn arch(&self) -> Option<Arch> {
-        let x86 = self.flags.as_ref().is_some_and(|f| !f.is_empty()) || self.vendor_id.is_some();
+    /// True when every `processor` block carried its own identity (arm64 kernels, and
+    /// arm32 since 3.8); old kernels print one identity after all the blocks.
+    pub fn identity_per_cpu(&self) -> bool {
+        !self.cores.is_empty() && self.cores.len() as u64 == u64::from(self.processors)
+    }
+
+    fn key(&self, key: &str) -> Option<&str> {
+        self.keys.get(key).map(String::as_str)
+    }
+
+    /// Which architecture's kernel wrote this text, and the field that says so.
+    /// Every test looks for what only that architecture writes; `None` when nothing
+    /// matches (garbage, empty, or a dialect edgeplan does not know).
+    pub fn dialect(&self) -> Option<(Dialect, String)> {
+        let seen = |k: &str, v: &str| format!("`{k}: {v}`");
+        if let Some(v) = self
+            .vendor_id
+            .as_deref()
+            .filter(|v| v.starts_with("IBM/S390"))
+        {
+            return Some((Dialect::S390x, seen("vendor_id", v)));
+        }
+        if self.key("# processors").is_some() || self.key("bogomips per cpu").is_some() {
+            return Some((
+                Dialect::S390x,
+                "`# processors` / `bogomips per cpu` lines".into(),
+            ));
+        }
+        if let Some(v) = self.key("arch").filter(|v| v.contains("IA-64")) {
+            return Some((Dialect::Ia64, seen("arch", v)));
+        }
+        if let Some(v) = self.key("family").filter(|v| v.contains("Itanium")) {
+            return Some((Dialect::Ia64, seen("family", v)));
+        }
+        if let Some(v) = self.key("ISA").filter(|v| v.contains("loongarch")) {
+            return Some((Dialect::LoongArch64, seen("ISA", v)));
+        }
+        if let Some(v) = self.key("CPU Family").filter(|v| v.contains("Loongson")) {
+            return Some((Dialect::LoongArch64, seen("CPU Family", v)));
+        }
+        if self
+            .features
+            .as_ref()
+            .is_some_and(|f| f.iter().any(|w| w == "cpucfg"))
+        {
+            return Some((Dialect::LoongArch64, "`cpucfg` in Features".into()));
+        }
+        if let Some(v) = self.key("isa") {
+            let lower = v.to_ascii_lowercase();
+            if lower.starts_with("rv64") {
+                return Some((Dialect::Riscv64, seen("isa", v)));
+            }
+            if lower.starts_with("rv32") {
+                return Some((Dialect::Riscv32, seen("isa", v)));
+            }
+            if lower.starts_with("mips") {
+                return Some((Dialect::Mips, seen("isa", v)));
+            }
+        }
+        if let Some(v) = self
+            .key("cpu model")
+            .filter(|v| v.contains("MIPS") || v.contains("Loongson"))
+        {
+            return Some((Dialect::Mips, seen("cpu model", v)));
+        }
+        if self.key("ASEs implemented").is_some() {
+            return Some((Dialect::Mips, "`ASEs implemented` line".into()));
+        }
+        if let Some(v) = self.key("mmu").filter(|v| v.starts_with("sv")) {
+            return Some((Dialect::Riscv64, seen("mmu", v)));
+        }
+        if self.key("timebase").is_some() {
+            let cpu = self.key("cpu").unwrap_or("?");
+            return Some((Dialect::Ppc64, format!("`timebase` line (cpu {cpu})")));
+        }
+        if let Some(v) = self
+            .key("cpu")
+            .filter(|v| v.starts_with("POWER") || v.starts_with("PPC"))
+        {
+            return Some((Dialect::Ppc64, seen("cpu", v)));
+        }
+        if let Some(v) = self.key("type").filter(|v| v.starts_with("sun4")) {
+            return Some((Dialect::Sparc, seen("type", v)));
+        }
+        let x86 = self.vendor_id.is_some() || self.flags.as_ref().is_some_and(|f| !f.is_empty());
         let arm =
             self.features.as_ref().is_some_and(|f| !f.is_empty()) || self.implementer.is_some();
-        match (x86, arm) {
-            (true, false) => Some(Arch::X86_64),
-            (false, true) => Some(Arch::Aarch64),
-            _ => None,
+        if x86 && !arm {
+            if let Some(line) = &self.x86_32_bug_line {
+                return Some((
+                    Dialect::X86_32,
+                    format!("`{line}` line (only 32-bit x86 kernels print it)"),
+                ));
+            }
+            if let Some(flags) = self.flags.as_ref().filter(|f| !f.is_empty())
+                && !flags.iter().any(|f| f == "lm")
+            {
+                return Some((Dialect::X86_32, "no `lm` (long mode) flag".into()));
+            }
+            let vendor = self.vendor_id.as_deref().unwrap_or("?");
+            return Some((Dialect::X86_64, seen("vendor_id", vendor)));
         }
+        if x86 && arm {
+            // Both kinds of line: not something a kernel writes.
+            return None;
+        }
+        if !arm {
+            // A 32-bit Arm kernel names the core "... (v7l)" even with no other lines.
+            let named = self.key("model name").or(self.key("Processor"));
+            if let Some(v) = named.filter(|v| arm32_suffix(v).is_some_and(|n| n < 8)) {
+                return Some((Dialect::Arm32, seen("model name", v)));
+            }
+            return None;
+        }
+        // Arm: 32- or 64-bit kernel. A 32-bit kernel prints `CPU architecture` 7 at most
+        // and a `(v7l)`-style platform even on an ARMv8 core; an arm64 kernel answering a
+        // 32-bit reader (the compat view) prints 32-bit Features words but `(v8l)` and 8.
+        let processor_line = self.key("Processor").unwrap_or("");
+        if processor_line.contains("AArch64") || processor_line.contains("(aarch64)") {
+            return Some((Dialect::Aarch64, seen("Processor", processor_line)));
+        }
+        for key in ["model name", "Processor"] {
+            if let Some(v) = self.key(key)
+                && let Some(version) = arm32_suffix(v)
+            {
+                return Some(if version >= 8 {
+                    (
+                        Dialect::Aarch64,
+                        format!("{} (an arm64 kernel's 32-bit view)", seen(key, v)),
+                    )
+                } else {
+                    (Dialect::Arm32, seen(key, v))
+                });
+            }
+        }
+        if let Some(v) = self.key("CPU architecture") {
+            let digits: String = v.chars().take_while(char::is_ascii_digit).collect();
+            match digits.parse::<u32>() {
+                Ok(n) if n < 8 => return Some((Dialect::Arm32, seen("CPU architecture", v))),
+                Ok(_) => return Some((Dialect::Aarch64, seen("CPU architecture", v))),
+                Err(_) if v.contains("AArch64") => {
+                    return Some((Dialect::Aarch64, seen("CPU architecture", v)));
+                }
+                Err(_) => {}
+            }
+        }
+        if let Some(word) = self
+            .features
+            .as_ref()
+            .and_then(|f| f.iter().find(|w| ARM32_WORDS.contains(&w.as_str())))
+        {
+            return Some((
+                Dialect::Arm32,
+                format!("`{word}` in Features (a 32-bit Arm word)"),
+            ));
+        }
+        let why = "`CPU implementer` / `Features` lines".to_string();
+        Some((Dialect::Aarch64, why))
+    }
+
+    /// The supported architecture the file describes; `None` for any other dialect
+    /// or none. See [`CpuInfo::dialect`].
+    pub fn arch(&self) -> Option<Arch> {
+        self.dialect().and_then(|(d, _)| d.supported())
     }
 
     /// The feature words for the architecture: `flags` on x86, `Features` on arm64.
@@ -121,6 +370,23 @@ impl CpuInfo {
             Arch::Aarch64 => self.features.as_deref(),
         }
     }
+}
+
+/// The block being read (a leading identity, before any `processor` line, gets one).
+fn current(cores: &mut Vec<CoreIdentity>) -> &mut CoreIdentity {
+    if cores.is_empty() {
+        cores.push(CoreIdentity::default());
+    }
+    let last = cores.len() - 1;
+    &mut cores[last]
+}
+
+/// `ARMv7 Processor rev 3 (v7l)`: the `(vNl)` / `(vNb)` ELF platform suffix of a 32-bit
+/// view, and its N.
+fn arm32_suffix(name: &str) -> Option<u32> {
+    let (_, tag) = name.trim().strip_suffix(')')?.rsplit_once('(')?;
+    let digits = tag.strip_prefix('v')?.strip_suffix(['l', 'b'])?;
+    digits.parse().ok()
 }
 
 fn set_once(slot: &mut Option<String>, value: &str) {
@@ -155,7 +421,7 @@ fn words(value: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
-    const X86: &str = "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\nmodel name\t: Intel(R) Xeon(R) Gold 5416S\nstepping\t: 8\nflags\t\t: fpu avx2 avx512f amx_tile\n\nprocessor\t: 1\nvendor_id\t: GenuineIntel\nflags\t\t: fpu avx2 avx512f amx_tile\n\n";
+    const X86: &str = "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\nmodel name\t: Intel(R) Xeon(R) Gold 5416S\nstepping\t: 8\nflags\t\t: fpu lm avx2 avx512f amx_tile\n\nprocessor\t: 1\nvendor_id\t: GenuineIntel\nflags\t\t: fpu lm avx2 avx512f amx_tile\n\n";
 
     const ARM: &str = "processor\t: 0\nBogoMIPS\t: 2000.00\nFeatures\t: fp asimd asimddp i8mm bf16 sve\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x1\nCPU part\t: 0xd40\n\nprocessor\t: 1\nFeatures\t: fp asimd asimddp i8mm bf16\nCPU implementer\t: 0x41\nCPU part\t: 0xd81\n\nHardware\t: Qualcomm Technologies, Inc SM8650\n";
 
@@ -174,7 +440,7 @@ mod tests {
         );
         assert_eq!(
             info.flags.as_ref().unwrap(),
-            &["fpu", "avx2", "avx512f", "amx_tile"]
+            &["fpu", "lm", "avx2", "avx512f", "amx_tile"]
         );
         assert_eq!(info.arch(), Some(Arch::X86_64));
         assert_eq!(info.physical_cores, 0, "no physical id / core id lines");
@@ -210,6 +476,100 @@ mod tests {
         let bytes: Vec<u8> = (0..=255u8).cycle().take(5000).collect();
         let info = CpuInfo::parse(&String::from_utf8_lossy(&bytes));
         assert_eq!(info.arch(), None);
+    }
+
+    fn dialect(text: &str) -> Option<Dialect> {
+        CpuInfo::parse(text).dialect().map(|(d, _)| d)
+    }
+
+    #[test]
+    fn dialects_by_fields_only_one_architecture_writes() {
+        use Dialect::*;
+        let cases: &[(&str, Option<Dialect>)] = &[
+            (
+                "vendor_id : GenuineIntel\ncpu family : 6\nflags : fpu lm avx2\n",
+                Some(X86_64),
+            ),
+            (
+                "vendor_id : GenuineIntel\ncpu family : 6\nflags : fpu pae sse2\n",
+                Some(X86_32),
+            ),
+            (
+                "vendor_id : GenuineIntel\nfdiv_bug : no\nf00f_bug : no\nflags : fpu lm\n",
+                Some(X86_32),
+            ),
+            (
+                "vendor_id       : IBM/S390\n# processors    : 4\nfeatures : esan3 zarch\n",
+                Some(S390x),
+            ),
+            (
+                "processor : 0\ncpu : POWER9 (raw), altivec supported\ntimebase : 512000000\nplatform : PowerNV\n",
+                Some(Ppc64),
+            ),
+            (
+                "processor : 0\nhart : 0\nisa : rv64imafdc\nmmu : sv39\n",
+                Some(Riscv64),
+            ),
+            (
+                "system type : generic-loongson-machine\nCPU Family : Loongson-64bit\nFeatures : cpucfg lam ual fpu lsx lasx\n",
+                Some(LoongArch64),
+            ),
+            (
+                "vendor : GenuineIntel\narch : IA-64\nfamily : Itanium 2\n",
+                Some(Ia64),
+            ),
+            (
+                "system type : MT7621\ncpu model : MIPS 1004Kc V2.15\nisa : mips1 mips2 mips32r1 mips32r2\n",
+                Some(Mips),
+            ),
+            (
+                "processor : 0\nmodel name : ARMv7 Processor rev 3 (v7l)\nFeatures : half thumb fastmult vfp edsp neon vfpv3 tls vfpv4 idiva idivt\nCPU implementer : 0x41\nCPU architecture: 7\nCPU part : 0xd08\n",
+                Some(Arm32),
+            ),
+            (
+                "processor : 0\nmodel name : ARMv8 Processor rev 4 (v8l)\nFeatures : half thumb fastmult vfp edsp neon vfpv3 tls vfpv4 idiva idivt lpae evtstrm crc32\nCPU implementer : 0x41\nCPU architecture: 8\nCPU part : 0xd03\n",
+                Some(Aarch64),
+            ),
+            (
+                "processor : 0\nmodel name : ARMv7 Processor rev 4 (v7l)\nFeatures : half thumb fastmult vfp edsp neon vfpv3 tls vfpv4 idiva idivt vfpd32 lpae evtstrm crc32\nCPU implementer : 0x41\nCPU architecture: 7\nCPU part : 0xd03\n",
+                Some(Arm32),
+            ),
+            (
+                "processor : 0\nFeatures : fp asimd evtstrm crc32 cpuid\nCPU implementer : 0x41\nCPU architecture: 8\nCPU part : 0xd03\n",
+                Some(Aarch64),
+            ),
+            (
+                "Processor : AArch64 Processor rev 4 (aarch64)\nprocessor : 0\nFeatures : fp asimd\nCPU implementer : 0x51\n",
+                Some(Aarch64),
+            ),
+            (
+                "processor : 0\nmodel name : ARMv6-compatible processor rev 7 (v6l)\nBogoMIPS : 697.95\n",
+                Some(Arm32),
+            ),
+            ("garbage\n", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(dialect(text), *want, "{text}");
+        }
+        assert_eq!(Dialect::S390x.supported(), None);
+        assert_eq!(Dialect::Aarch64.supported(), Some(Arch::Aarch64));
+        assert_eq!(arm32_suffix("ARMv7 Processor rev 3 (v7l)"), Some(7));
+        assert_eq!(arm32_suffix("ARMv8 Processor rev 1 (v8l)"), Some(8));
+        assert_eq!(arm32_suffix("AArch64 Processor rev 4 (aarch64)"), None);
+        assert_eq!(arm32_suffix("ARMv7 Processor rev 3 (v71)"), None);
+    }
+
+    #[test]
+    fn per_processor_identity() {
+        let big_little = "processor : 0\nCPU implementer : 0x41\nCPU variant : 0x0\nCPU part : 0xd03\n\nprocessor : 1\nCPU implementer : 0x41\nCPU variant : 0x0\nCPU part : 0xd09\n";
+        let info = CpuInfo::parse(big_little);
+        assert!(info.identity_per_cpu());
+        assert_eq!(info.cores.len(), 2);
+        assert_eq!(info.cores[1].part.as_deref(), Some("0xd09"));
+        let old = "Processor : ARMv7 Processor rev 0 (v7l)\nprocessor : 0\nprocessor : 1\nFeatures : swp half thumb\nCPU implementer : 0x51\nCPU part : 0x04d\n";
+        let info = CpuInfo::parse(old);
+        assert!(!info.identity_per_cpu());
+        assert_eq!(info.cores.len(), 1);
     }
 
     #[test]

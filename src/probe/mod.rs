@@ -1,11 +1,14 @@
 //! `edgeplan probe`: the live host or a captured tree, into one [`Profile`].
 //!
 //! Order of work, each step reading only through a [`SysRoot`]:
-//! 1. `/proc/cpuinfo` -> architecture (live: the build's own; sysroot: `flags` means
-//!    x86_64, `Features` aarch64, else other signals in the tree, else exit 65);
+//! 1. `/proc/cpuinfo` -> architecture (live: the build's own; sysroot: the cpuinfo
+//!    dialect, told by fields only one architecture's kernel writes, else other signals
+//!    in the tree; an architecture edgeplan does not plan for, or none, is exit 65);
+//!    Arm cores grouped into clusters by implementer, part and variant;
 //! 2. CPU features: live x86 via CPUID + XGETBV + `arch_prctl` (`x86/`), live arm64 via
 //!    HWCAP (`arm/`), under a sysroot from the cpuinfo words with `os: null`;
-//! 3. cgroup limits -> usable threads and memory (`cgroup.rs`, `cpus.rs`, `memory.rs`);
+//! 3. possible / online / usable CPU sets and cgroup limits -> usable threads and memory
+//!    (`cgroup.rs`, `cpus.rs`, `memory.rs`);
 //! 4. Jetson first (`jetson.rs`), then PCI GPUs (`gpu.rs`), then Android (`android.rs`);
 //! 5. hardware class and `supports_bf16` (`class.rs`); environment (`environment.rs`).
 //!
@@ -34,7 +37,7 @@ use std::path::Path;
 
 use crate::cli::{ProbeArgs, ProbeFormat};
 use crate::error::{Exit, data_error, io_error, no_input};
-use crate::profile::{Arch, Cpu, CpuId, Feature, Gpu, Profile, SCHEMA_VERSION, Tool};
+use crate::profile::{Arch, Cluster, Cpu, CpuId, Feature, Gpu, Profile, SCHEMA_VERSION, Tool};
 use cpuinfo::CpuInfo;
 use environment::LiveSignals;
 use sysroot::SysRoot;
@@ -120,13 +123,13 @@ pub fn probe(sys: &SysRoot) -> anyhow::Result<Profile> {
         }
     };
     let arch = decide_arch(sys, &info)?;
-    let info = match info.arch() {
-        Some(described) if described != arch => {
+    let info = match info.dialect() {
+        Some((described, _)) if described.supported() != Some(arch) => {
             // A live binary under emulation (qemu-user, Rosetta) reads the host's cpuinfo.
             sys.warn(format!(
                 "{} describes a {} CPU but this process runs as {}: emulated? CPU identity from it ignored",
                 sys.shown("/proc/cpuinfo"),
-                described.as_str(),
+                described.name(),
                 arch.as_str()
             ));
             CpuInfo {
@@ -148,6 +151,8 @@ pub fn probe(sys: &SysRoot) -> anyhow::Result<Profile> {
     };
     let counts = cpus::read(sys, info.processors, affinity, &cgroup);
     cpu.logical_cpus = counts.logical;
+    cpu.possible_cpus = counts.possible;
+    cpu.cpulists = counts.lists;
     if info.physical_cores > 0 {
         cpu.cores_physical = Some(info.physical_cores);
         cpu.sources.insert(
@@ -198,7 +203,7 @@ pub fn probe(sys: &SysRoot) -> anyhow::Result<Profile> {
             },
         );
     }
-    let android = android::read(sys);
+    let android = android::read(sys, info.hardware.as_deref());
     if sys.is_live() {
         live.wsl_env = ["WSL_INTEROP", "WSL_DISTRO_NAME"]
             .iter()
@@ -243,55 +248,237 @@ pub fn probe(sys: &SysRoot) -> anyhow::Result<Profile> {
     })
 }
 
-/// Live: the architecture this binary was built for. Sysroot: what the tree's cpuinfo
-/// says, else other arch-specific files in the tree, else exit 65.
+/// The message for a tree or host whose architecture edgeplan does not plan for.
+fn unsupported(what: &str, seen: &str) -> anyhow::Error {
+    data_error(format!(
+        "{what} is not a supported target: vLLM edge paths cover x86_64 and aarch64 (seen: {seen})"
+    ))
+}
+
+/// Live: the architecture this binary was built for (a 32-bit build on a 64-bit kernel
+/// names both). Sysroot: the cpuinfo dialect (fields only one architecture's kernel
+/// writes), else other arch-specific files in the tree, else exit 65. A recognised
+/// architecture edgeplan does not plan for is exit 65 too, naming it.
 fn decide_arch(sys: &SysRoot, info: &CpuInfo) -> anyhow::Result<Arch> {
     if sys.is_live() {
         return match std::env::consts::ARCH {
             "x86_64" => Ok(Arch::X86_64),
             "aarch64" => Ok(Arch::Aarch64),
-            other => Err(data_error(format!(
-                "this host's architecture {other} is not one edgeplan profiles (x86_64, aarch64)"
-            ))),
+            other => {
+                let machine = uname_machine().unwrap_or_else(|| "unknown".into());
+                let what = match other {
+                    "arm" => "32-bit ARM".to_string(),
+                    "x86" => "32-bit x86".to_string(),
+                    o => o.to_string(),
+                };
+                Err(unsupported(
+                    &format!("this edgeplan build ({what})"),
+                    &format!(
+                        "compile target {other}, uname machine {machine}; on a 64-bit kernel install the x86_64 or aarch64 build"
+                    ),
+                ))
+            }
         };
     }
-    if let Some(arch) = info.arch() {
-        return Ok(arch);
+    let shown = sys.shown("/proc/cpuinfo");
+    if let Some((dialect, evidence)) = info.dialect() {
+        return match dialect.supported() {
+            Some(arch) => Ok(arch),
+            None => Err(unsupported(
+                &format!("{shown}: {}", dialect.name()),
+                &evidence,
+            )),
+        };
     }
-    let abi = ["/vendor/build.prop", "/system/build.prop"]
-        .iter()
-        .find_map(|f| {
-            let mut props = BTreeMap::new();
-            android::parse_props(&sys.read(f)?, &mut props);
-            props.get("ro.product.cpu.abi").cloned()
-        });
-    let inferred = match abi.as_deref() {
-        Some("arm64-v8a") => Some((Arch::Aarch64, "ro.product.cpu.abi")),
-        Some("x86_64") => Some((Arch::X86_64, "ro.product.cpu.abi")),
+    let abi = primary_abi(sys);
+    let inferred = match abi.as_ref().map(|(abi, key)| (abi.as_str(), key.as_str())) {
+        Some(("arm64-v8a", key)) => Some((Arch::Aarch64, key.to_string())),
+        Some(("x86_64", key)) => Some((Arch::X86_64, key.to_string())),
+        Some((abi @ ("armeabi-v7a" | "armeabi"), key)) => {
+            return Err(unsupported(
+                &format!("{shown}: 32-bit ARM"),
+                &format!("{key}={abi}"),
+            ));
+        }
+        Some(("x86", key)) => {
+            return Err(unsupported(
+                &format!("{shown}: 32-bit x86"),
+                &format!("{key}=x86"),
+            ));
+        }
         _ if sys.exists("/sys/devices/system/cpu/cpu0/regs/identification/midr_el1") => Some((
             Arch::Aarch64,
-            "/sys/devices/system/cpu/cpu0/regs/identification/midr_el1",
+            "/sys/devices/system/cpu/cpu0/regs/identification/midr_el1".to_string(),
         )),
         _ if sys.exists("/proc/device-tree/compatible") => Some((
             Arch::Aarch64,
-            "/proc/device-tree (x86 does not use a device tree)",
+            "/proc/device-tree (x86 does not use a device tree)".to_string(),
         )),
         _ => None,
     };
     match inferred {
         Some((arch, how)) => {
             sys.warn(format!(
-                "{}: no usable `flags` or `Features` line; architecture {} inferred from {how}; CPU features unknown",
-                sys.shown("/proc/cpuinfo"),
+                "{shown}: no line that names an architecture; {} inferred from {how}; CPU features unknown",
                 arch.as_str()
             ));
             Ok(arch)
         }
         None => Err(data_error(format!(
-            "{}: cannot tell the architecture: no `flags` (x86_64) or `Features` (aarch64) line, and nothing else in the tree names one; capture /proc/cpuinfo again",
-            sys.shown("/proc/cpuinfo")
+            "{shown}: cannot tell the architecture: no line that only one architecture's kernel writes (x86 `vendor_id`/`flags`, Arm `CPU implementer`/`Features`, ...), and nothing else in the tree names one; capture /proc/cpuinfo again"
         ))),
     }
+}
+
+/// The image's primary ABI from its build properties: `ro.product.cpu.abi`, else the
+/// first entry of an `*.cpu.abilist` (`ro.vendor.product.cpu.abilist` on firmware images
+/// that no longer write the old key). Returns the ABI and the key it came from.
+fn primary_abi(sys: &SysRoot) -> Option<(String, String)> {
+    let mut props = BTreeMap::new();
+    for f in ["/system/build.prop", "/vendor/build.prop"] {
+        if let Some(text) = sys.read(f) {
+            android::parse_props(&text, &mut props);
+        }
+    }
+    if let Some(abi) = props.get("ro.product.cpu.abi").filter(|v| !v.is_empty()) {
+        return Some((abi.clone(), "ro.product.cpu.abi".into()));
+    }
+    props
+        .iter()
+        .filter(|(k, _)| k.ends_with("cpu.abilist"))
+        .find_map(|(k, v)| {
+            let first = v.split(',').next()?.trim();
+            (!first.is_empty()).then(|| (first.to_string(), k.clone()))
+        })
+}
+
+/// `uname -m` of the running kernel.
+#[cfg(unix)]
+fn uname_machine() -> Option<String> {
+    // SAFETY: utsname is plain data; all-zero is valid and uname fills it in.
+    let mut uts: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: the pointer is to a live, writable utsname.
+    if unsafe { libc::uname(&mut uts) } != 0 {
+        return None;
+    }
+    let bytes: Vec<u8> = uts
+        .machine
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8(bytes).ok()
+}
+
+#[cfg(not(unix))]
+fn uname_machine() -> Option<String> {
+    None
+}
+
+/// Arm clusters: CPUs grouped by (implementer, part, variant) in CPU order, from the
+/// per-processor cpuinfo identity, else from sysfs `midr_el1` of each online CPU.
+fn arm_clusters(sys: &SysRoot, info: &CpuInfo) -> (Vec<Cluster>, &'static str) {
+    let mut cores: Vec<cpuinfo::CoreIdentity> = Vec::new();
+    let mut per_cpu = info.identity_per_cpu();
+    let mut source = "/proc/cpuinfo CPU implementer/variant/part per processor";
+    if per_cpu {
+        cores = info.cores.clone();
+    } else {
+        let online = sys
+            .read_line("/sys/devices/system/cpu/online")
+            .and_then(|t| cpus::parse_cpulist(&t))
+            .unwrap_or_default();
+        for cpu in online.iter().take(1024) {
+            let file = format!("/sys/devices/system/cpu/cpu{cpu}/regs/identification/midr_el1");
+            if let Some(m) = sys.read_line(&file).and_then(|t| arm::parse_midr(&t)) {
+                cores.push(cpuinfo::CoreIdentity {
+                    implementer: Some(format!("0x{:02x}", m.implementer)),
+                    variant: Some(format!("0x{:x}", m.variant)),
+                    part: Some(format!("0x{:03x}", m.part)),
+                });
+            }
+        }
+        if !cores.is_empty() && cores.len() == online.len() {
+            per_cpu = true;
+            source = "sysfs regs/identification/midr_el1 per CPU";
+        } else {
+            cores = info.cores.clone();
+            source = "/proc/cpuinfo (one identity for all CPUs: counts unknown)";
+        }
+    }
+    let mut clusters: Vec<Cluster> = Vec::new();
+    for core in &cores {
+        match clusters.iter_mut().find(|c| {
+            c.implementer == core.implementer && c.part == core.part && c.variant == core.variant
+        }) {
+            Some(c) => c.count = c.count.map(|n| n + 1),
+            None => clusters.push(Cluster {
+                name: arm::display_name(
+                    core.implementer.as_deref(),
+                    core.part.as_deref(),
+                    core.variant.as_deref(),
+                ),
+                implementer: core.implementer.clone(),
+                part: core.part.clone(),
+                variant: core.variant.clone(),
+                count: per_cpu.then_some(1),
+            }),
+        }
+    }
+    // Two clusters with one name (MSM8996's Kryo parts 0x205 and 0x211, or one part in
+    // two variants) are told apart by the code that differs.
+    let snapshot: Vec<(String, Option<String>)> = clusters
+        .iter()
+        .map(|c| (c.name.clone(), c.part.clone()))
+        .collect();
+    for (i, c) in clusters.iter_mut().enumerate() {
+        let twins: Vec<&(String, Option<String>)> = snapshot
+            .iter()
+            .enumerate()
+            .filter(|&(j, (name, _))| j != i && *name == snapshot[i].0)
+            .map(|(_, t)| t)
+            .collect();
+        if twins.is_empty() {
+            continue;
+        }
+        let part_differs = twins.iter().all(|(_, part)| *part != c.part);
+        c.name = match (&c.part, &c.variant) {
+            (Some(p), _) if part_differs => format!("{} (part {p})", snapshot[i].0),
+            (_, Some(v)) => format!("{} (variant {v})", snapshot[i].0),
+            _ => snapshot[i].0.clone(),
+        };
+    }
+    (clusters, source)
+}
+
+/// `4x Cortex-A55 + 4x Cortex-A76`; names alone when the counts are unknown.
+pub fn clusters_model_name(clusters: &[Cluster]) -> Option<String> {
+    (!clusters.is_empty()).then(|| {
+        clusters
+            .iter()
+            .map(|c| match c.count {
+                Some(n) => format!("{n}x {}", c.name),
+                None => c.name.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join(" + ")
+    })
+}
+
+/// Facts that limit what can run on this CPU, one line each.
+fn x86_caveats(cpu: &Cpu) -> Vec<String> {
+    let known = |n: &str| cpu.features.get(n).map(|f| f.usable);
+    let mut caveats = Vec::new();
+    match (known("avx"), known("avx2")) {
+        (Some(false), _) => caveats.push(
+            "no AVX: vLLM's x86 CPU backend is built for AVX2/AVX-512 and will not run here; edgeplan's own kernels fall back to scalar code".to_string(),
+        ),
+        (Some(true), Some(false)) => caveats.push(
+            "AVX but no AVX2: vLLM's x86 CPU backend needs AVX2 at least; edgeplan's own kernels fall back to scalar code".to_string(),
+        ),
+        _ => {}
+    }
+    caveats
 }
 
 fn cpu_facts(
@@ -327,27 +514,59 @@ fn cpu_facts(
             });
         }
         Arch::Aarch64 => {
-            cpu.vendor = info
-                .implementer
-                .as_deref()
-                .map(|i| arm::vendor_name(i).unwrap_or(i).to_string());
-            let cores: Vec<&str> = info
-                .parts
+            if info
+                .features
                 .iter()
-                .filter_map(|p| {
+                .flatten()
+                .any(|w| cpuinfo::ARM32_WORDS.contains(&w.as_str()))
+            {
+                notes.push(format!(
+                    "{} is an arm64 kernel's 32-bit view (a 32-bit process read it): its Features are AArch32 names, so arm64 features are unknown",
+                    sys.shown("/proc/cpuinfo")
+                ));
+            }
+            let (clusters, source) = arm_clusters(sys, info);
+            let mut vendors: Vec<String> = Vec::new();
+            for c in &clusters {
+                if let Some(i) = c.implementer.as_deref() {
+                    let name = arm::vendor_name(i).unwrap_or(i).to_string();
+                    if !vendors.contains(&name) {
+                        vendors.push(name);
+                    }
+                }
+            }
+            cpu.vendor = (!vendors.is_empty())
+                .then(|| vendors.join(" + "))
+                .or_else(|| {
                     info.implementer
                         .as_deref()
-                        .and_then(|i| arm::core_name(i, p))
-                })
-                .collect();
-            cpu.model_name = (!cores.is_empty())
-                .then(|| cores.join(" + "))
-                .or_else(|| info.model_name.clone());
-            cpu.id = info.implementer.as_ref().map(|i| CpuId {
-                implementer: Some(i.clone()),
-                parts: info.parts.clone(),
-                ..CpuId::default()
-            });
+                        .map(|i| arm::vendor_name(i).unwrap_or(i).to_string())
+                });
+            cpu.model_name = clusters_model_name(&clusters).or_else(|| info.model_name.clone());
+            if !clusters.is_empty() {
+                cpu.sources.insert("model_name".into(), source.into());
+            }
+            let mut parts: Vec<String> = Vec::new();
+            for c in &clusters {
+                if let Some(p) = &c.part
+                    && !parts.contains(p)
+                {
+                    parts.push(p.clone());
+                }
+            }
+            if parts.is_empty() {
+                parts = info.parts.clone();
+            }
+            cpu.id = clusters
+                .first()
+                .and_then(|c| c.implementer.clone())
+                .or_else(|| info.implementer.clone())
+                .map(|i| CpuId {
+                    implementer: Some(i),
+                    parts,
+                    ..CpuId::default()
+                });
+            cpu.clusters = clusters;
         }
     }
 
@@ -400,6 +619,13 @@ fn cpu_facts(
                     )
                 })
                 .collect(),
+            Arch::Aarch64
+                if words
+                    .iter()
+                    .any(|w| cpuinfo::ARM32_WORDS.contains(&w.as_str())) =>
+            {
+                BTreeMap::new()
+            }
             Arch::Aarch64 => arm::from_words(words),
         };
         if arch == Arch::X86_64 {
@@ -420,6 +646,9 @@ fn cpu_facts(
             .filter(|(_, f)| f.cpu)
             .map(|(n, _)| n.clone())
             .collect();
+    }
+    if arch == Arch::X86_64 {
+        cpu.caveats = x86_caveats(&cpu);
     }
     cpu
 }

@@ -95,11 +95,20 @@ pub fn table(p: &Profile) -> String {
     t.add_row(vec![
         "threads".to_string(),
         format!(
-            "{} usable of {} logical",
+            "{} usable of {} logical{}",
             count(p.cpu.usable_threads),
-            count(p.cpu.logical_cpus)
+            count(p.cpu.logical_cpus),
+            match (p.cpu.possible_cpus, p.cpu.logical_cpus) {
+                (Some(possible), Some(online)) if possible > online => {
+                    format!(" ({possible} possible)")
+                }
+                _ => String::new(),
+            }
         ),
     ]);
+    for caveat in &p.cpu.caveats {
+        t.add_row(vec!["caveat".to_string(), caveat.clone()]);
+    }
     let present: Vec<_> = KEY_FEATURES
         .iter()
         .filter_map(|name| p.cpu.features.get(*name).map(|f| (*name, f)))
@@ -177,13 +186,19 @@ pub fn table(p: &Profile) -> String {
                 n.verified
             )
         });
+        let soc = if a.soc_candidates.is_empty() {
+            opt(a.soc_model.as_deref()).to_string()
+        } else {
+            format!("ambiguous ({})", a.soc_candidates.join(" or "))
+        };
+        let from = a
+            .soc_model_source
+            .as_deref()
+            .map(|s| format!(" [SoC from {s}]"))
+            .unwrap_or_default();
         t.add_row(vec![
             "android".to_string(),
-            format!(
-                "{} {}: {npu}",
-                opt(a.manufacturer.as_deref()),
-                opt(a.soc_model.as_deref())
-            ),
+            format!("{} {soc}: {npu}{from}", opt(a.manufacturer.as_deref())),
         ]);
     }
     if let Some(e) = &p.environment {

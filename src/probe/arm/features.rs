@@ -1,4 +1,4 @@
-//! arm64 feature table (HWCAP/HWCAP2 bits and cpuinfo names) and MIDR names.
+//! arm64 feature table: HWCAP/HWCAP2 bits and their cpuinfo names.
 //!
 //! HWCAP is the kernel's "this process may execute it" signal, so on a live host it
 //! decides `os` and `usable`; the `Features` words are the same bits in text and decide
@@ -72,55 +72,6 @@ pub fn from_words(words: &[String]) -> BTreeMap<String, Feature> {
         .collect()
 }
 
-/// The company behind a MIDR implementer code.
-pub fn vendor_name(implementer: &str) -> Option<&'static str> {
-    Some(match implementer {
-        "0x41" => "ARM",
-        "0x42" => "Broadcom",
-        "0x43" => "Cavium",
-        "0x48" => "HiSilicon",
-        "0x4e" => "NVIDIA",
-        "0x51" => "Qualcomm",
-        "0x61" => "Apple",
-        "0x6d" => "Microsoft",
-        "0xc0" => "Ampere",
-        _ => return None,
-    })
-}
-
-/// The core behind an implementer/part pair (a short list: the cores edgeplan meets).
-pub fn core_name(implementer: &str, part: &str) -> Option<&'static str> {
-    Some(match (implementer, part) {
-        ("0x41", "0xd03") => "Cortex-A53",
-        ("0x41", "0xd05") => "Cortex-A55",
-        ("0x41", "0xd08") => "Cortex-A72",
-        ("0x41", "0xd0b") => "Cortex-A76",
-        ("0x41", "0xd0c") => "Neoverse-N1",
-        ("0x41", "0xd0d") => "Cortex-A77",
-        ("0x41", "0xd40") => "Neoverse-V1",
-        ("0x41", "0xd41") => "Cortex-A78",
-        ("0x41", "0xd42") => "Cortex-A78AE",
-        ("0x41", "0xd44") => "Cortex-X1",
-        ("0x41", "0xd46") => "Cortex-A510",
-        ("0x41", "0xd47") => "Cortex-A710",
-        ("0x41", "0xd48") => "Cortex-X2",
-        ("0x41", "0xd49") => "Neoverse-N2",
-        ("0x41", "0xd4d") => "Cortex-A715",
-        ("0x41", "0xd4e") => "Cortex-X3",
-        ("0x41", "0xd4f") => "Neoverse-V2",
-        ("0x41", "0xd80") => "Cortex-A520",
-        ("0x41", "0xd81") => "Cortex-A720",
-        ("0x41", "0xd82") => "Cortex-X4",
-        ("0x41", "0xd84") => "Neoverse-V3",
-        ("0x41", "0xd85") => "Cortex-X925",
-        ("0x41", "0xd87") => "Cortex-A725",
-        ("0x51", "0x001") => "Oryon",
-        ("0xc0", "0xac3") => "Ampere-1",
-        ("0xc0", "0xac4") => "Ampere-1a",
-        _ => return None,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,12 +121,5 @@ mod tests {
                 usable: false
             }
         );
-    }
-
-    #[test]
-    fn names() {
-        assert_eq!(vendor_name("0x41"), Some("ARM"));
-        assert_eq!(core_name("0x41", "0xd40"), Some("Neoverse-V1"));
-        assert_eq!(core_name("0x41", "0xfff"), None);
     }
 }

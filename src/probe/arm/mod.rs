@@ -1,12 +1,15 @@
 //! arm64 CPU features and identity: HWCAP bits, `Features` words, implementer/part names.
 //!
 //! `features.rs` holds the arch-neutral logic (tested on any CI host): the HWCAP bit
-//! table, the merge of HWCAP with the cpuinfo `Features` line, and the MIDR name tables.
+//! table and the merge of HWCAP with the cpuinfo `Features` line; `midr.rs` names
+//! implementers and parts.
 //! Reading the live auxiliary vector is the only aarch64-only code and is gated here.
 
 mod features;
+mod midr;
 
-pub use features::{FEATURES, core_name, from_hwcaps, from_words, vendor_name};
+pub use features::{FEATURES, from_hwcaps, from_words};
+pub use midr::{Midr, core_name, display_name, parse_midr, vendor_name};
 
 /// `(AT_HWCAP, AT_HWCAP2)` of this process, on aarch64 Linux.
 #[cfg(all(target_arch = "aarch64", target_os = "linux"))]
