@@ -95,7 +95,8 @@ bench "bench-bad-kernel" fake --model-config "$tiny" --profile fixtures/bench/ho
 bench "bench-bad-config" fake --model-config fixtures/bench/config-missing-hidden.json --profile fixtures/bench/host-epyc-avx2.json
 bench "bench-too-big" fake --model llama-3.1-8b --profile fixtures/profiles/x86-container-cgroup2.json
 bench "bench-bad-executor" bogus --model-config "$tiny" --profile fixtures/bench/host-epyc-avx2.json
-tmp=$(mktemp -d)
+tmp=/tmp/edgeplan-golden-save
+rm -rf "$tmp" && mkdir -p "$tmp"
 bench "bench-save" fake --model-config "$tiny" --profile fixtures/bench/host-epyc-avx2.json --format json --save "$tmp/saved.json"
 blank_rss <"$tmp/saved.json" >"$out/bench-save.saved.json"
 run "bench-save-plan-json" "$bin" plan --profile "$tmp/saved.json" --format json

@@ -7,9 +7,11 @@
 pub mod arch;
 pub mod bench;
 pub mod cli;
+pub mod commands;
 pub mod error;
 pub mod kernels;
 pub mod model;
+pub mod output;
 pub mod plan;
 pub mod probe;
 pub mod profile;

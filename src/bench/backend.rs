@@ -195,4 +195,10 @@ pub trait Backend: Parallel {
     ) -> anyhow::Result<()>;
     /// Whether the AMX tile data permission was granted (requested once by the kernels).
     fn amx_ready(&self) -> Result<(), String>;
+    /// `real`, or `fake` for the simulated test executor (the report's `executor`).
+    fn executor(&self) -> &'static str;
+    /// Bytes of the bandwidth probe's buffer on a host with an L3 of `l3_bytes`.
+    fn bandwidth_bytes(&self, l3_bytes: u64) -> u64;
+    /// `Some(why)` when this backend's compute peaks are not measured at all.
+    fn peaks_skipped(&self) -> Option<&'static str>;
 }

@@ -300,6 +300,18 @@ impl Backend for FakeBackend {
     fn amx_ready(&self) -> Result<(), String> {
         Err("the fake executor runs no AMX".into())
     }
+
+    fn executor(&self) -> &'static str {
+        "fake"
+    }
+
+    fn bandwidth_bytes(&self, _l3_bytes: u64) -> u64 {
+        FAKE_REGION_BYTES
+    }
+
+    fn peaks_skipped(&self) -> Option<&'static str> {
+        Some("fake executor: not measured")
+    }
 }
 
 #[cfg(test)]

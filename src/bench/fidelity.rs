@@ -13,8 +13,9 @@
 //! the path's real kernel on weights packed by the real quantizer.
 
 use super::backend::{Backend, BenchPath, KernelInfo, Parallel, Phase, Scheme};
-use super::report::FidelityRow;
+use super::request::Effort;
 use super::rng::Rng;
+use super::rows::FidelityRow;
 use super::workload::Gemm;
 
 /// Sizes of the fidelity check.
@@ -29,8 +30,8 @@ pub struct FidelitySize {
 }
 
 impl FidelitySize {
-    pub fn for_run(vocab: usize, quick: bool) -> FidelitySize {
-        if quick {
+    pub fn for_run(vocab: usize, effort: Effort) -> FidelitySize {
+        if effort.is_quick() {
             FidelitySize {
                 tokens: 8,
                 vocab: vocab.min(2048),

@@ -282,6 +282,18 @@ impl Backend for KernelsBackend {
     fn amx_ready(&self) -> Result<(), String> {
         cpu::amx_permission().map_err(|missing| format!("missing {missing}"))
     }
+
+    fn executor(&self) -> &'static str {
+        "real"
+    }
+
+    fn bandwidth_bytes(&self, l3_bytes: u64) -> u64 {
+        super::bandwidth::buffer_bytes(l3_bytes)
+    }
+
+    fn peaks_skipped(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 #[cfg(test)]

@@ -6,8 +6,8 @@
 
 use super::backend::{Backend, BenchPath, KernelInfo, Phase, Unit};
 use super::clock::{Clock, Sampling, Seconds};
-use super::report::ResultRow;
 use super::rng::Rng;
+use super::rows::ResultRow;
 use super::stats::Summary;
 use super::workload::{DecodePlan, Workload};
 

@@ -3,9 +3,10 @@
 //! Pure logic over the report's rows, so it is unit-tested with injected figures.
 //!
 //! Definitions (also in docs/performance.md):
-//! - The planned path name maps to a bench path: `w4a8*` -> w4a8, `w4a16*` -> w4a16,
-//!   `bf16*`/`fp16*` -> bf16. Anything else (an NPU export such as `export-qnn-w8a16`, a
-//!   GPU path) has no bench path: status `not_applicable`, never a contradiction.
+//! - The planned path comes with the bench path that measures it (the catalog's
+//!   `bench_path`: w4a8-amx -> w4a8, w4a16-tinygemm -> w4a16, bf16 and fp16 -> bf16).
+//!   A path without one (an NPU export such as `export-qnn-w8a16`) has no bench path:
+//!   status `not_applicable`, never a contradiction.
 //! - Two step times are *tied* when the slower median exceeds the faster by no more than
 //!   the noise: `max(3 % of the faster, 2 · SE)`, where SE, the standard error of the
 //!   difference of two medians, is `1.2533 · 1.4826 · sqrt(MAD_a²/n_a + MAD_b²/n_b)`.
@@ -24,7 +25,7 @@
 use serde::Serialize;
 
 use super::backend::{BenchPath, Phase};
-use super::report::{FidelityRow, ResultRow};
+use super::rows::{FidelityRow, ResultRow};
 use super::stats::MAD_TO_SIGMA;
 
 /// Smallest relative gap treated as real, whatever the repeats say.
@@ -41,11 +42,25 @@ pub enum Status {
     NotApplicable,
 }
 
+impl Status {
+    /// The JSON spelling (`not_applicable`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Confirmed => "confirmed",
+            Status::Contradicted => "contradicted",
+            Status::Inconclusive => "inconclusive",
+            Status::NotApplicable => "not_applicable",
+        }
+    }
+}
+
 /// The plan as the verdict needs it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlanInput {
     /// The catalog path name (`w4a8-amx`, `w4a16-tinygemm`, ...).
     pub name: String,
+    /// The bench path that measures it (the catalog's `bench_path`), if any.
+    pub bench_path: Option<BenchPath>,
     /// `speed` or `fidelity`.
     pub priority: String,
     /// Where the profile came from (`live probe`, a file name).
@@ -101,20 +116,6 @@ impl Verdict {
             "verdict: plan {plan} (priority {}, from {}) {word}: {}",
             self.priority, self.plan_source, self.reason
         )
-    }
-}
-
-/// Maps a catalog path name to the bench path that measures it.
-pub fn bench_path_for(plan_path: &str) -> Option<BenchPath> {
-    let name = plan_path.to_ascii_lowercase();
-    if name.starts_with("w4a8") {
-        Some(BenchPath::W4a8)
-    } else if name.starts_with("w4a16") {
-        Some(BenchPath::W4a16)
-    } else if name.starts_with("bf16") || name.starts_with("fp16") {
-        Some(BenchPath::Bf16)
-    } else {
-        None
     }
 }
 
@@ -209,7 +210,7 @@ pub fn decide(input: VerdictInput<'_>) -> Verdict {
     v.planned = Some(plan.name.clone());
     v.priority = plan.priority.clone();
     v.plan_source = plan.source.clone();
-    let Some(path) = bench_path_for(&plan.name) else {
+    let Some(path) = plan.bench_path else {
         v.status = Status::NotApplicable;
         v.reason = format!(
             "{} has no bench path (bench measures the CPU w4a8, w4a16 and bf16 kernels only)",
@@ -453,8 +454,16 @@ mod tests {
     }
 
     fn plan(name: &str, priority: &str) -> Result<PlanInput, String> {
+        // The built-in catalog's bench paths (plan/catalog.toml).
+        let bench_path = match name {
+            "w4a8-amx" => Some(BenchPath::W4a8),
+            "w4a16-tinygemm" => Some(BenchPath::W4a16),
+            "bf16" | "fp16" => Some(BenchPath::Bf16),
+            _ => None,
+        };
         Ok(PlanInput {
             name: name.into(),
+            bench_path,
             priority: priority.into(),
             source: "test".into(),
             x86_without_amx: false,
@@ -480,12 +489,15 @@ mod tests {
     use Phase::*;
 
     #[test]
-    fn maps_plan_names_to_bench_paths() {
-        assert_eq!(bench_path_for("w4a8-amx"), Some(W4a8));
-        assert_eq!(bench_path_for("w4a16-tinygemm"), Some(W4a16));
-        assert_eq!(bench_path_for("bf16"), Some(Bf16));
-        assert_eq!(bench_path_for("fp16"), Some(Bf16));
-        assert_eq!(bench_path_for("export-qnn-w8a16"), None);
+    fn status_spelling_matches_the_json() {
+        for s in [
+            Status::Confirmed,
+            Status::Contradicted,
+            Status::Inconclusive,
+            Status::NotApplicable,
+        ] {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@
 use serde::Serialize;
 
 use super::backend::BenchPath;
+use super::request::Effort;
 use crate::error::data_error;
 use crate::model::ModelShape;
 
@@ -150,12 +151,12 @@ impl Workload {
 
     /// The decode rotation: all layers (quick: at most 4), and more copies when needed
     /// so the working set is at least twice the L3.
-    pub fn decode_plan(&self, path: BenchPath, l3_bytes: u64, quick: bool) -> DecodePlan {
+    pub fn decode_plan(&self, path: BenchPath, l3_bytes: u64, effort: Effort) -> DecodePlan {
         let layer = self.layer_bytes(path).max(1);
         let head = self.lm_head.bytes(path);
         let target = 2 * l3_bytes;
         let needed = target.saturating_sub(head).div_ceil(layer) as usize;
-        let base = if quick {
+        let base = if effort.is_quick() {
             self.layers.min(4)
         } else {
             self.layers
@@ -170,7 +171,7 @@ impl Workload {
 
     /// Layers timed in prefill: one (every layer has the same shapes, and prefill is
     /// compute-bound, so more layers add time, not information).
-    pub fn prefill_layers(&self, _quick: bool) -> usize {
+    pub fn prefill_layers(&self, _effort: Effort) -> usize {
         1
     }
 
@@ -178,8 +179,8 @@ impl Workload {
     /// of the two phases), the unpacked staging of the largest matrix while it is packed
     /// (two bytes per bf16 weight; int4 weights are generated packed), activations and
     /// outputs.
-    pub fn path_bytes(&self, path: BenchPath, l3_bytes: u64, quick: bool, tokens: usize) -> u64 {
-        let decode = self.decode_plan(path, l3_bytes, quick).working_set_bytes;
+    pub fn path_bytes(&self, path: BenchPath, l3_bytes: u64, effort: Effort, tokens: usize) -> u64 {
+        let decode = self.decode_plan(path, l3_bytes, effort).working_set_bytes;
         let largest = self
             .per_layer
             .iter()
@@ -263,10 +264,10 @@ pub(crate) mod tests {
     fn decode_working_set_always_exceeds_twice_the_l3() {
         let w = qwen3_17b();
         for l3 in [32u64 << 20, 300 << 20, 2 << 30] {
-            for quick in [false, true] {
+            for quick in [Effort::Full, Effort::Quick] {
                 for path in BenchPath::ALL {
                     let plan = w.decode_plan(path, l3, quick);
-                    assert!(plan.working_set_bytes >= 2 * l3, "{path} {l3} {quick}");
+                    assert!(plan.working_set_bytes >= 2 * l3, "{path} {l3} {quick:?}");
                     let timed = plan.instances as f64 * plan.scale;
                     assert!((timed - 28.0).abs() < 1e-9);
                 }
@@ -274,13 +275,19 @@ pub(crate) mod tests {
         }
         // A 32 MiB L3: the whole model in the default run, four layers in quick.
         assert_eq!(
-            w.decode_plan(BenchPath::W4a8, 32 << 20, false).instances,
+            w.decode_plan(BenchPath::W4a8, 32 << 20, Effort::Full)
+                .instances,
             28
         );
-        assert_eq!(w.decode_plan(BenchPath::W4a8, 32 << 20, true).instances, 4);
+        assert_eq!(
+            w.decode_plan(BenchPath::W4a8, 32 << 20, Effort::Quick)
+                .instances,
+            4
+        );
         // A 300 MB L3 needs 17 int4 layers besides the head even in quick mode.
         assert_eq!(
-            w.decode_plan(BenchPath::W4a8, 300 << 20, true).instances,
+            w.decode_plan(BenchPath::W4a8, 300 << 20, Effort::Quick)
+                .instances,
             18
         );
     }
@@ -290,7 +297,7 @@ pub(crate) mod tests {
         let mut w = qwen3_17b();
         w.layers = 2;
         w.lm_head.n = 1024;
-        let plan = w.decode_plan(BenchPath::W4a8, 300 << 20, false);
+        let plan = w.decode_plan(BenchPath::W4a8, 300 << 20, Effort::Full);
         assert!(plan.instances > 2);
         assert!(plan.scale < 1.0);
     }

@@ -14,7 +14,7 @@ mod x86;
 
 use super::backend::{Parallel, Unit};
 use super::clock::Clock;
-use super::report::Peak;
+use super::rows::Peak;
 
 /// A unit's loop: runs `iters` iterations and does `macs` multiply-accumulates in each.
 pub struct Loop {
