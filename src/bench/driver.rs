@@ -9,7 +9,7 @@ use super::clock::Clock;
 use super::fidelity::FidelitySize;
 use super::host;
 use super::peaks;
-use super::race::{self, Race};
+use super::race::{self, Progress, Race};
 use super::report::{self, BenchReport, Host, MemoryUse, ModelInfo};
 use super::request::{BenchRequest, Effort};
 use super::rows::{KernelCheck, Peak};
@@ -18,18 +18,6 @@ use super::workload::{GROUP, Workload};
 use crate::error::{Coded, Exit, usage};
 use crate::output;
 use crate::profile::{Profile, Tool};
-
-/// Where a long run reports its stages (a progress bar, or nothing).
-pub trait Progress {
-    /// The run will have `stages` stages.
-    fn start(&self, stages: u64);
-    /// Starts the next stage, named `what`.
-    fn stage(&self, what: &str);
-    /// Skips `n` stages that will not run.
-    fn skip(&self, n: u64);
-    /// The timed stages are over.
-    fn finish(&self);
-}
 
 /// Everything a run needs besides the backend and the clock.
 pub struct Inputs<'a> {
@@ -457,7 +445,7 @@ mod tests {
         KernelInfo {
             name: name.into(),
             path,
-            phases: vec![super::super::backend::Phase::Decode],
+            phases: vec![crate::bench::backend::Phase::Decode],
             unit,
             unavailable: None,
             rank,

@@ -33,4 +33,5 @@ pub mod workload;
 mod driver;
 mod race;
 
-pub use driver::{Inputs, Outcome, Progress, kernel_list, run};
+pub use driver::{Inputs, Outcome, kernel_list, run};
+pub use race::Progress;

@@ -4,13 +4,24 @@
 
 use super::backend::{Backend, BenchPath, KernelInfo, Phase, Scheme, Unit};
 use super::clock::Clock;
-use super::driver::Progress;
 use super::fidelity::{FidelitySize, Reference};
 use super::measure::{Roofs, Rotation, RowSpec, Timer, row};
 use super::request::{Effort, Policies};
 use super::rows::{Alternative, Bandwidth, FidelityRow, KernelCheck, Peak, ResultRow};
 use super::workload::Workload;
 use crate::output;
+
+/// Where a long run reports its stages (a progress bar, or nothing).
+pub trait Progress {
+    /// The run will have `stages` stages.
+    fn start(&self, stages: u64);
+    /// Starts the next stage, named `what`.
+    fn stage(&self, what: &str);
+    /// Skips `n` stages that will not run.
+    fn skip(&self, n: u64);
+    /// The timed stages are over.
+    fn finish(&self);
+}
 
 /// What every path's race shares.
 pub struct Race<'a, B: Backend> {
@@ -132,14 +143,45 @@ fn race_path<B: Backend>(
         workload: w,
         sampling: race.policies.decode,
     };
-    let layer_bytes = rot.layer_bytes(backend, 0);
-    let head_bytes = backend.weight_bytes(&rot.head) as u64;
     let mut rows = Vec::new();
-
     race.progress.stage(&format!("{path}: decode"));
+    rows.extend(race_decode(race, &timer, path, dec, &rot, roofs)?);
+    race.progress.stage(&format!("{path}: prefill"));
+    let timer = Timer {
+        sampling: race.policies.prefill,
+        ..timer
+    };
+    let only_scalar = pre.iter().all(|k| k.unit == Unit::Scalar);
+    if pre.is_empty() {
+        notes.push(format!(
+            "{path}: no verified kernel serves prefill; not timed"
+        ));
+    } else if only_scalar && race.forced.is_none() {
+        notes.push(format!(
+            "{path}: only the scalar reference serves prefill here; not timed (minutes per step)"
+        ));
+    } else {
+        rows.extend(race_prefill(race, &timer, path, pre, &rot, roofs)?);
+    }
+    Ok((rows, rot))
+}
+
+/// Decode: each candidate timed over the rotation, the fastest kept.
+fn race_decode<B: Backend>(
+    race: &Race<B>,
+    timer: &Timer<B>,
+    path: BenchPath,
+    dec: &[&KernelInfo],
+    rot: &Rotation<B::Weights>,
+    roofs: &Roofs,
+) -> anyhow::Result<Option<ResultRow>> {
+    let w = race.workload;
+    let plan_d = w.decode_plan(path, race.l3, race.effort);
+    let layer_bytes = rot.layer_bytes(race.backend, 0);
+    let head_bytes = race.backend.weight_bytes(&rot.head) as u64;
     let mut raced = Vec::new();
     for k in dec {
-        let samples = timer.decode(k, &rot, plan_d)?;
+        let samples = timer.decode(k, rot, plan_d)?;
         let spec = RowSpec {
             path,
             phase: Phase::Decode,
@@ -152,41 +194,37 @@ fn race_path<B: Backend>(
         };
         raced.push(row(spec, &samples, roofs)?);
     }
-    rows.extend(fastest_of(raced));
+    Ok(fastest_of(raced))
+}
 
-    race.progress.stage(&format!("{path}: prefill"));
-    let timer = Timer {
-        sampling: race.policies.prefill,
-        ..timer
-    };
-    let only_scalar = pre.iter().all(|k| k.unit == Unit::Scalar);
+/// Prefill: each candidate timed over the prefill layers, the fastest kept.
+fn race_prefill<B: Backend>(
+    race: &Race<B>,
+    timer: &Timer<B>,
+    path: BenchPath,
+    pre: &[&KernelInfo],
+    rot: &Rotation<B::Weights>,
+    roofs: &Roofs,
+) -> anyhow::Result<Option<ResultRow>> {
+    let w = race.workload;
+    let pre_layers = w.prefill_layers(race.effort);
+    let layer_bytes = rot.layer_bytes(race.backend, 0);
     let mut raced = Vec::new();
-    if pre.is_empty() {
-        notes.push(format!(
-            "{path}: no verified kernel serves prefill; not timed"
-        ));
-    } else if only_scalar && race.forced.is_none() {
-        notes.push(format!(
-            "{path}: only the scalar reference serves prefill here; not timed (minutes per step)"
-        ));
-    } else {
-        for k in pre {
-            let samples = timer.prefill(k, &rot, pre_layers, race.tokens)?;
-            let spec = RowSpec {
-                path,
-                phase: Phase::Prefill,
-                tokens: race.tokens,
-                kernel: k,
-                weight_bytes: layer_bytes * w.layers as u64,
-                macs: w.layer_params() * w.layers as u64 * race.tokens as u64,
-                layers_measured: pre_layers,
-                working_set_bytes: layer_bytes * pre_layers as u64,
-            };
-            raced.push(row(spec, &samples, roofs)?);
-        }
+    for k in pre {
+        let samples = timer.prefill(k, rot, pre_layers, race.tokens)?;
+        let spec = RowSpec {
+            path,
+            phase: Phase::Prefill,
+            tokens: race.tokens,
+            kernel: k,
+            weight_bytes: layer_bytes * w.layers as u64,
+            macs: w.layer_params() * w.layers as u64 * race.tokens as u64,
+            layers_measured: pre_layers,
+            working_set_bytes: layer_bytes * pre_layers as u64,
+        };
+        raced.push(row(spec, &samples, roofs)?);
     }
-    rows.extend(fastest_of(raced));
-    Ok((rows, rot))
+    Ok(fastest_of(raced))
 }
 
 /// The verified kernels of `path` that serve `phase`, in rank order (lower first). The

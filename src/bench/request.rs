@@ -4,8 +4,7 @@
 use std::path::PathBuf;
 
 use super::backend::BenchPath;
-use super::clock::Sampling;
-use super::peaks::PeakBudget;
+use super::clock::{PeakBudget, Sampling};
 use crate::error::usage;
 use crate::profile::Priority;
 
