@@ -187,7 +187,7 @@ pub struct BenchArgs {
 }
 
 /// The parsed command line as the request its command runs.
-pub fn resolve(cli: Cli) -> anyhow::Result<Request> {
+pub(crate) fn resolve(cli: Cli) -> anyhow::Result<Request> {
     Ok(match cli.command {
         Command::Probe(args) => Request::Probe(probe_request(args)),
         Command::Plan(args) => Request::Plan(plan_request(args)?),

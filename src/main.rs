@@ -4,12 +4,12 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use edgeplan::cli::{self, Cli};
+use edgeplan::cli::Cli;
 use edgeplan::error::{exit_for, is_broken_pipe};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli::resolve(cli).and_then(edgeplan::commands::run) {
+    match edgeplan::run(cli) {
         Ok(exit) => ExitCode::from(exit.code()),
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {

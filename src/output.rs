@@ -11,7 +11,6 @@ use comfy_table::{Table, presets::ASCII_MARKDOWN};
 use serde::Serialize;
 
 const MIB: f64 = 1024.0 * 1024.0;
-const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
 /// A new table in the crate's one preset (Markdown-compatible ASCII).
 pub fn table() -> Table {
@@ -46,11 +45,6 @@ pub fn bytes(b: u64) -> String {
     }
 }
 
-/// Bytes as GiB with `decimals` decimals (`12.50 GiB`).
-pub fn gib(b: u64, decimals: usize) -> String {
-    format!("{:.decimals$} GiB", b as f64 / GIB)
-}
-
 /// Milliseconds by magnitude: no decimals from 100, two from 1, else three.
 pub fn ms(ms: f64) -> String {
     if ms >= 100.0 {
@@ -77,7 +71,6 @@ mod tests {
         assert_eq!(bytes((1 << 30) - (1 << 20)), "1023 MiB");
         assert_eq!(bytes(1 << 30), "1.00 GiB");
         assert_eq!(bytes(23 * (1 << 30) + (1 << 28)), "23.25 GiB");
-        assert_eq!(gib(3 << 29, 1), "1.5 GiB");
         assert_eq!(bytes(32 * 1024 * 1024), "32 MiB");
         assert_eq!(bytes(3 * 1024 * 1024 * 1024 / 2), "1.50 GiB");
     }

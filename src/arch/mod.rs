@@ -24,6 +24,7 @@ pub const AMX_STATE_BITS: u64 = (1 << 17) | (1 << 18);
 /// (`arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)`) and reads the granted mask back
 /// with `ARCH_GET_XCOMP_PERM`. `None` when the kernel refused either call (or is older than
 /// 5.16), and always off x86_64 Linux. Per process and idempotent.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // callers are x86-only
 pub fn request_xtiledata() -> Option<u64> {
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     {
@@ -37,6 +38,7 @@ pub fn request_xtiledata() -> Option<u64> {
 
 /// [`request_xtiledata`] as a yes/no: true when bits 17 and 18 are granted. Call it before
 /// starting threads that run AMX code. Always false off x86_64 Linux.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // callers are x86-only
 pub fn request_amx_permission() -> bool {
     request_xtiledata().is_some_and(|mask| mask & AMX_STATE_BITS == AMX_STATE_BITS)
 }

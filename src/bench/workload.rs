@@ -145,6 +145,7 @@ impl Workload {
         self.layer_params() * self.layers as u64 + self.lm_head.params()
     }
 
+    #[cfg(test)]
     pub fn step_bytes(&self, path: BenchPath) -> u64 {
         self.layer_bytes(path) * self.layers as u64 + self.lm_head.bytes(path)
     }

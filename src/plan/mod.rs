@@ -24,7 +24,7 @@ pub mod schema;
 
 use std::path::Path;
 
-pub use catalog::{Catalog, PathId, PathSpec};
+pub use catalog::Catalog;
 pub use rules::decide;
 pub use schema::{Plan, Priority};
 

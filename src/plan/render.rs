@@ -399,6 +399,7 @@ fn fleet_memory_cells(fit: Option<&memory::MemoryFit>) -> [String; 4] {
     ]
 }
 
+#[cfg(test)]
 /// `--format table` for many devices, from plans already made.
 pub fn table_fleet(out: &mut dyn Write, plans: &[Plan], explain: bool) -> anyhow::Result<()> {
     let mut fleet = FleetTable::new(explain, plans.iter().any(|p| p.memory.is_some()));

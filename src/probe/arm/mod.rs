@@ -6,7 +6,7 @@
 
 mod features;
 
-pub use features::{FEATURES, core_name, from_hwcaps, from_words, vendor_name};
+pub use features::{core_name, from_hwcaps, from_words, vendor_name};
 
 /// `(AT_HWCAP, AT_HWCAP2)` of this process, on aarch64 Linux.
 #[cfg(all(target_arch = "aarch64", target_os = "linux"))]

@@ -23,9 +23,11 @@ pub trait X86Cpu {
 }
 
 /// A CPU that does not exist: what [`super::native`] returns off x86_64 Linux.
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
 #[derive(Debug, Clone, Copy)]
 pub struct NoCpu;
 
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
 impl X86Cpu for NoCpu {
     fn cpuid(&self, _: u32, _: u32) -> [u32; 4] {
         [0; 4]
