@@ -1,8 +1,22 @@
 //! edgeplan as a library: the modules behind the `edgeplan` binary.
 //!
-//! Data flows one way: `probe` -> [`profile::Profile`] -> `plan`; `kernels` <- `bench`.
-//! `arch` holds the native CPU primitives (XGETBV, the AMX `arch_prctl`) that `probe`
-//! and `kernels` share. The binary (`main.rs`) only parses arguments, dispatches and maps errors to exit codes.
+//! A request flows one way: `main` parses the command line ([`cli::Cli`]);
+//! `cli::resolve` turns it into the command's request (domain types, usage errors
+//! raised there); `commands::{probe, plan, check, bench}` run it and return the
+//! [`error::Exit`]. Below the commands: `probe` (a [`profile::Profile`] from the host or a
+//! captured tree), `plan` (the pure decision over the catalog, the memory fit, rendering),
+//! `bench` (the kernels timed in stages against the plan under test), `kernels`, `model`,
+//! `output` (tables, JSON, number formatting), `profile`, `arch` and `error`.
+//!
+//! The rules (docs/architecture.md; `tests/architecture.rs` checks the first three):
+//! - `plan` never imports `bench` and `bench` never imports `plan`; they meet in
+//!   `commands` and in the profile's typed [`profile::Measurements`].
+//! - Nothing below `cli` and `commands` imports clap.
+//! - No import cycles between top-level modules, nor between the files above `kernels`.
+//! - Only `commands` writes stdout/stderr and picks exit codes.
+//! - One source for each fact (priority, table preset, byte formatting, the executor).
+//! - Only what the binary, tests and examples use is public; the rest is `pub(crate)`.
+//! - Every `unsafe` block carries a `// SAFETY:` comment (a denied clippy lint).
 
 // What the binary, tests/ and examples/ use is public; the rest is crate-private.
 pub mod cli;

@@ -8,15 +8,13 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use comfy_table::{Table, presets};
+use comfy_table::Table;
 
 use super::memory;
 use super::schema::{Measured, Plan};
 
 fn new_table() -> Table {
-    let mut table = Table::new();
-    table.load_style(presets::ASCII_MARKDOWN);
-    table
+    crate::output::table()
 }
 
 fn yes_no(v: bool) -> &'static str {
