@@ -3,11 +3,12 @@
 //! permission. One implementation, so the probe's report and the kernels' dispatch cannot
 //! disagree about what the OS allows.
 //!
-//! CPUID itself is read where it is used (raw-cpuid in `probe` and `bench`, `core::arch` in
-//! `kernels`); this module holds only what needs `unsafe` or a syscall. `cfg` gates for the
+//! `features.rs` is the one x86 feature table (CPUID + XCR0 + AMX palette + AMX
+//! permission) that probe reports, the kernels dispatch on and bench's peak loops check. `cfg` gates for the
 //! target live here and nowhere else in this module; off x86_64 (or off Linux for the
 //! permission) the functions answer "not available".
 
+pub mod features;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
@@ -38,7 +39,7 @@ pub fn request_xtiledata() -> Option<u64> {
 
 /// [`request_xtiledata`] as a yes/no: true when bits 17 and 18 are granted. Call it before
 /// starting threads that run AMX code. Always false off x86_64 Linux.
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // callers are x86-only
+#[cfg(test)]
 pub fn request_amx_permission() -> bool {
     request_xtiledata().is_some_and(|mask| mask & AMX_STATE_BITS == AMX_STATE_BITS)
 }
