@@ -50,6 +50,58 @@ pub struct Profile {
     pub measurements: Option<Measurements>,
 }
 
+/// The host RAM a run may use, and where the figure came from: the one budget of
+/// `plan --model` (CPU classes) and `bench`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RamBudget {
+    /// The probe's own budget: min(MemAvailable, cgroup limit - (usage - inactive_file)).
+    Probe(u64),
+    /// A cgroup limit lower than the RAM figure `ram` (named by `what`).
+    CgroupLimit {
+        limit: u64,
+        ram: u64,
+        what: &'static str,
+    },
+    /// The RAM figure named by `what`, with no lower cgroup limit.
+    Ram { bytes: u64, what: &'static str },
+    /// Only a cgroup limit is known (MemAvailable unknown).
+    LimitOnly(u64),
+}
+
+impl RamBudget {
+    pub fn bytes(self) -> u64 {
+        match self {
+            RamBudget::Probe(b) | RamBudget::LimitOnly(b) => b,
+            RamBudget::CgroupLimit { limit, .. } => limit,
+            RamBudget::Ram { bytes, .. } => bytes,
+        }
+    }
+}
+
+impl Memory {
+    /// The RAM budget: the probe's when it computed one (it discounts reclaimable page
+    /// cache), else MemAvailable (or MemTotal) capped by the cgroup limit. `None` when the
+    /// profile has no memory figures.
+    pub fn ram_budget(&self) -> Option<RamBudget> {
+        if let Some(b) = self.budget_bytes {
+            return Some(RamBudget::Probe(b));
+        }
+        let (ram, what) = match (self.available_bytes, self.total_bytes) {
+            (Some(a), _) => (Some(a), "MemAvailable"),
+            (None, Some(t)) => (Some(t), "MemTotal (MemAvailable unknown)"),
+            (None, None) => (None, ""),
+        };
+        match (ram, self.limit_bytes) {
+            (Some(ram), Some(limit)) if limit < ram => {
+                Some(RamBudget::CgroupLimit { limit, ram, what })
+            }
+            (Some(bytes), _) => Some(RamBudget::Ram { bytes, what }),
+            (None, Some(limit)) => Some(RamBudget::LimitOnly(limit)),
+            (None, None) => None,
+        }
+    }
+}
+
 /// What a plan optimises for: the one priority of `plan`, `check` and `bench`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -523,6 +575,44 @@ mod tests {
             v["measurements"] = m;
         }
         Profile::from_value(v, "t").unwrap()
+    }
+
+    #[test]
+    fn ram_budget_prefers_the_probe_then_the_lower_of_ram_and_limit() {
+        let m = |total, available, limit, budget| Memory {
+            total_bytes: total,
+            available_bytes: available,
+            limit_bytes: limit,
+            budget_bytes: budget,
+            ..Memory::default()
+        };
+        let b = |m: Memory| m.ram_budget();
+        assert_eq!(
+            b(m(Some(9), Some(8), Some(6), Some(5))),
+            Some(RamBudget::Probe(5))
+        );
+        let capped = b(m(Some(9), Some(8), Some(6), None)).unwrap();
+        assert_eq!(capped.bytes(), 6);
+        assert!(matches!(
+            capped,
+            RamBudget::CgroupLimit {
+                ram: 8,
+                what: "MemAvailable",
+                ..
+            }
+        ));
+        assert_eq!(
+            b(m(Some(9), None, Some(10), None)),
+            Some(RamBudget::Ram {
+                bytes: 9,
+                what: "MemTotal (MemAvailable unknown)"
+            })
+        );
+        assert_eq!(
+            b(m(None, None, Some(4), None)),
+            Some(RamBudget::LimitOnly(4))
+        );
+        assert_eq!(b(m(None, None, None, None)), None);
     }
 
     #[test]
