@@ -272,14 +272,14 @@ fn plan_request(args: PlanArgs) -> anyhow::Result<PlanRequest> {
 /// `--paths`, `--prefill-tokens 0`) are usage errors naming the flag; the executor
 /// (real, or the fake one tests use) is picked here, once.
 fn bench_request(args: BenchArgs) -> anyhow::Result<BenchCommand> {
-    use crate::bench::backend::BenchPath;
+    use crate::bench::backend::KernelPath;
     use crate::bench::request::{BenchRequest, Effort, MAX_PREFILL_TOKENS, ModelSpec};
     let mut paths = Vec::new();
     for p in &args.paths {
         if p.trim().is_empty() {
             continue;
         }
-        let path = BenchPath::parse(p).ok_or_else(|| {
+        let path = KernelPath::parse(p).ok_or_else(|| {
             usage(format!(
                 "--paths: unknown path {p:?}; use w4a8, w4a16 or bf16 (comma-separated)"
             ))
@@ -300,7 +300,7 @@ fn bench_request(args: BenchArgs) -> anyhow::Result<BenchCommand> {
     let executor = match std::env::var(EXECUTOR_ENV).as_deref() {
         Ok("fake") => Executor::Fake(None),
         Ok("real") | Ok("") | Err(_) => Executor::Real,
-        Ok(other) => match other.strip_prefix("fake-slow-").and_then(BenchPath::parse) {
+        Ok(other) => match other.strip_prefix("fake-slow-").and_then(KernelPath::parse) {
             Some(path) => Executor::Fake(Some(path)),
             None => {
                 return Err(usage(format!(

@@ -3,7 +3,7 @@
 //! (in `race.rs`), decide the verdict, assemble the report. No stage prints: warnings
 //! come back in the [`Outcome`] and progress goes to the caller's [`Progress`].
 
-use super::backend::{Backend, BenchPath, KernelInfo};
+use super::backend::{Backend, KernelInfo, KernelPath};
 use super::bandwidth;
 use super::clock::Clock;
 use super::fidelity::FidelitySize;
@@ -133,9 +133,9 @@ fn select(
     forced: Option<&KernelInfo>,
     plan: &Result<PlanInput, String>,
     notes: &mut Vec<String>,
-) -> Vec<BenchPath> {
+) -> Vec<KernelPath> {
     let mut paths = if req.paths.is_empty() {
-        BenchPath::ALL.to_vec()
+        KernelPath::ALL.to_vec()
     } else {
         req.paths.clone()
     };
@@ -166,7 +166,7 @@ fn select(
 fn budget<B: Backend>(
     inputs: &Inputs,
     backend: &B,
-    paths: &[BenchPath],
+    paths: &[KernelPath],
     notes: &mut Vec<String>,
 ) -> anyhow::Result<Sizing> {
     let (w, req) = (inputs.workload, inputs.request);
@@ -178,7 +178,7 @@ fn budget<B: Backend>(
             + fidelity.states * w.hidden_size
             + fidelity.states * fidelity.vocab) as u64
         * 2;
-    let per_path: Vec<(BenchPath, u64)> = paths
+    let per_path: Vec<(KernelPath, u64)> = paths
         .iter()
         .map(|&p| {
             (
@@ -200,7 +200,7 @@ fn budget<B: Backend>(
                 .iter()
                 .max_by_key(|(_, b)| *b)
                 .copied()
-                .unwrap_or((BenchPath::Bf16, need));
+                .unwrap_or((KernelPath::Bf16, need));
             return Err(Coded {
                 exit: Exit::DoesNotFit,
                 message: format!(
@@ -234,8 +234,8 @@ fn budget<B: Backend>(
 fn gate<B: Backend>(
     backend: &B,
     kernels: &[KernelInfo],
-    paths: &[BenchPath],
-) -> (Vec<KernelCheck>, Vec<BenchPath>, Vec<String>) {
+    paths: &[KernelPath],
+) -> (Vec<KernelCheck>, Vec<KernelPath>, Vec<String>) {
     let mut warnings = Vec::new();
     let checks: Vec<KernelCheck> = kernels
         .iter()
@@ -296,7 +296,7 @@ fn peaks_stage<B: Backend>(backend: &B, clock: &dyn Clock, effort: Effort) -> Ve
 fn verdict_stage(
     inputs: &Inputs,
     race: &race::Raced,
-    failed_paths: &[BenchPath],
+    failed_paths: &[KernelPath],
 ) -> verdict::Verdict {
     verdict::decide(VerdictInput {
         plan: inputs.plan.clone(),
@@ -422,7 +422,7 @@ pub fn kernel_list(kernels: &[KernelInfo], json: bool) -> anyhow::Result<String>
     let mut table = output::table();
     table.set_header(vec!["kernel", "path", "phases", "unit", "on this host"]);
     for k in kernels {
-        let phases: Vec<&str> = k.phases.iter().map(|p| p.as_str()).collect();
+        let phases: Vec<&str> = k.phases.iter().map(|p| p.name()).collect();
         table.add_row(vec![
             k.name.clone(),
             k.path.to_string(),
@@ -441,7 +441,7 @@ mod tests {
     use super::*;
     use crate::bench::backend::Unit;
 
-    fn k(name: &str, path: BenchPath, unit: Unit, rank: u32) -> KernelInfo {
+    fn k(name: &str, path: KernelPath, unit: Unit, rank: u32) -> KernelInfo {
         KernelInfo {
             name: name.into(),
             path,
@@ -454,9 +454,9 @@ mod tests {
 
     #[test]
     fn forcing_an_unknown_or_unavailable_kernel_is_a_usage_error() {
-        let mut missing = k("w4a8-amx", BenchPath::W4a8, Unit::AmxInt8, 0);
+        let mut missing = k("w4a8-amx", KernelPath::W4A8, Unit::AmxInt8, 0);
         missing.unavailable = Some("no AMX-INT8 on this CPU".into());
-        let ks = [missing, k("w4a8-avx2", BenchPath::W4a8, Unit::Avx2Int8, 1)];
+        let ks = [missing, k("w4a8-avx2", KernelPath::W4A8, Unit::Avx2Int8, 1)];
         let err = force(&ks, "nope").unwrap_err();
         assert_eq!(crate::error::exit_for(&err), Exit::Usage);
         assert!(err.to_string().contains("w4a8-avx2"));

@@ -12,7 +12,7 @@
 //! The f32 reference is computed once and shared by every path; the quantized side runs
 //! the path's real kernel on weights packed by the real quantizer.
 
-use super::backend::{Backend, BenchPath, KernelInfo, Parallel, Phase, Scheme};
+use super::backend::{Backend, KernelInfo, KernelPath, Parallel, Phase, Scheme};
 use super::request::Effort;
 use super::rng::Rng;
 use super::rows::FidelityRow;
@@ -193,7 +193,7 @@ impl Reference {
     pub fn measure<B: Backend>(
         &self,
         backend: &B,
-        path: BenchPath,
+        path: KernelPath,
         kernel: &KernelInfo,
         scheme: Scheme,
     ) -> anyhow::Result<FidelityRow> {
@@ -226,7 +226,7 @@ impl Reference {
             .count();
         Ok(FidelityRow {
             path,
-            scheme: if path == BenchPath::Bf16 {
+            scheme: if path == KernelPath::Bf16 {
                 "bf16".into()
             } else {
                 scheme.as_str().into()
@@ -246,7 +246,7 @@ impl Reference {
 #[allow(clippy::too_many_arguments)]
 fn run<B: Backend>(
     backend: &B,
-    path: BenchPath,
+    path: KernelPath,
     kernel: &KernelInfo,
     scheme: Scheme,
     w: &[f32],

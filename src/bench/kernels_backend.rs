@@ -7,10 +7,11 @@
 //! against the scalar reference: W4A8 within 1e-4 relative error of the exact integer
 //! identity, W4A16 and bf16 within 1e-2 (AMX-BF16 rounds dequantized weights to bf16).
 
-use super::backend::{Backend, BenchPath, KernelInfo, Parallel, Phase, Scheme, Unit};
+use super::backend::{Backend, KernelInfo, KernelPath, Parallel, Phase, Scheme, Unit};
 use super::rng::Rng;
 use crate::kernels::bf16::to_bf16_vec;
-use crate::kernels::registry::{self, KernelPath, Ready};
+use crate::kernels::cpu::Feature;
+use crate::kernels::registry::{self, Ready};
 use crate::kernels::weights;
 use crate::kernels::{Bf16, Bf16Rows, PackedBf16, PackedW4, QuantActs, ThreadPool, cpu, reference};
 
@@ -39,25 +40,19 @@ impl KernelsBackend {
     }
 }
 
-fn to_path(p: KernelPath) -> BenchPath {
-    match p {
-        KernelPath::W4A8 => BenchPath::W4a8,
-        KernelPath::W4A16 => BenchPath::W4a16,
-        KernelPath::Bf16 => BenchPath::Bf16,
-    }
-}
-
-/// The roofline unit of a variant, from its path and ISA family.
-pub fn unit_for(path: BenchPath, isa: &str) -> Unit {
-    let isa = isa.to_ascii_lowercase();
+/// The roofline unit of a variant: the strongest compute feature it requires, for its
+/// path (int8 units for W4A8, floating-point ones otherwise).
+pub fn unit_for(path: KernelPath, requires: &[Feature]) -> Unit {
+    let needs = |f: Feature| requires.contains(&f);
     match path {
-        BenchPath::W4a8 if isa.contains("amx") => Unit::AmxInt8,
-        BenchPath::W4a8 if isa.contains("avx512") => Unit::Avx512Vnni,
-        BenchPath::W4a8 if isa.contains("avxvnni") || isa.contains("avx-vnni") => Unit::AvxVnni,
-        BenchPath::W4a8 if isa.contains("avx2") => Unit::Avx2Int8,
-        _ if isa.contains("amx") => Unit::AmxBf16,
-        _ if isa.contains("avx512") => Unit::Avx512Fma,
-        _ if isa.contains("avx") => Unit::Avx2Fma,
+        KernelPath::W4A8 if needs(Feature::AmxInt8) => Unit::AmxInt8,
+        KernelPath::W4A8 if needs(Feature::Avx512vnni) => Unit::Avx512Vnni,
+        KernelPath::W4A8 if needs(Feature::AvxVnni) => Unit::AvxVnni,
+        KernelPath::W4A8 if needs(Feature::Avx2) => Unit::Avx2Int8,
+        KernelPath::W4A8 => Unit::Scalar,
+        _ if needs(Feature::AmxBf16) || needs(Feature::AmxTile) => Unit::AmxBf16,
+        _ if needs(Feature::Avx512f) => Unit::Avx512Fma,
+        _ if needs(Feature::Avx2) || needs(Feature::Fma) => Unit::Avx2Fma,
         _ => Unit::Scalar,
     }
 }
@@ -100,11 +95,11 @@ impl KernelsBackend {
         let mut out = vec![0.0f32; m * n];
         let r = ready(kernel).map_err(|e| e.to_string())?;
         let (want, tol) = match kernel.path {
-            BenchPath::W4a8 | BenchPath::W4a16 => {
+            KernelPath::W4A8 | KernelPath::W4A16 => {
                 let q = weights::quantize(&w, n, k, weights::Scheme::Asymmetric)
                     .map_err(|e| e.to_string())?;
                 let packed = PackedW4::pack(&q);
-                if kernel.path == BenchPath::W4a8 {
+                if kernel.path == KernelPath::W4A8 {
                     let a = QuantActs::quantize(rows).map_err(|e| e.to_string())?;
                     r.w4a8(&self.pool, &packed, &a, &mut out)
                         .map_err(|e| e.to_string())?;
@@ -115,7 +110,7 @@ impl KernelsBackend {
                     (reference::w4a16(&q, rows), 1e-2)
                 }
             }
-            BenchPath::Bf16 => {
+            KernelPath::Bf16 => {
                 let wb = to_bf16_vec(&w);
                 let packed = PackedBf16::pack(&wb, n, k);
                 r.bf16(&self.pool, &packed, rows, &mut out)
@@ -145,21 +140,16 @@ impl Backend for KernelsBackend {
         registry::all()
             .iter()
             .map(|v| {
-                let path = to_path(v.path());
+                let path = v.path();
                 let missing = v.missing();
                 KernelInfo {
                     name: v.name.to_string(),
                     path,
                     phases: [Phase::Decode, Phase::Prefill]
                         .into_iter()
-                        .filter(|p| {
-                            v.serves(match p {
-                                Phase::Decode => registry::Phase::Decode,
-                                Phase::Prefill => registry::Phase::Prefill,
-                            })
-                        })
+                        .filter(|&p| v.serves(p))
                         .collect(),
-                    unit: unit_for(path, v.isa),
+                    unit: unit_for(path, v.requires),
                     unavailable: (!missing.is_empty())
                         .then(|| format!("missing {}", missing.join(", "))),
                     rank: v.rank,
@@ -184,20 +174,20 @@ impl Backend for KernelsBackend {
 
     fn pack(
         &self,
-        path: BenchPath,
+        path: KernelPath,
         w: &[f32],
         n: usize,
         k: usize,
         scheme: Scheme,
     ) -> anyhow::Result<Packed> {
         Ok(match path {
-            BenchPath::W4a8 | BenchPath::W4a16 => Packed::W4(PackedW4::pack(&weights::quantize(
+            KernelPath::W4A8 | KernelPath::W4A16 => Packed::W4(PackedW4::pack(&weights::quantize(
                 w,
                 n,
                 k,
                 kscheme(scheme),
             )?)),
-            BenchPath::Bf16 => {
+            KernelPath::Bf16 => {
                 anyhow::ensure!(
                     w.len() == n * k,
                     "bf16 weights hold {} values, {n}x{k} needs {}",
@@ -209,13 +199,13 @@ impl Backend for KernelsBackend {
         })
     }
 
-    fn synthetic(&self, path: BenchPath, n: usize, k: usize, seed: u64) -> anyhow::Result<Packed> {
+    fn synthetic(&self, path: KernelPath, n: usize, k: usize, seed: u64) -> anyhow::Result<Packed> {
         weights::check_shape(n, k)?;
         let mut rng = Rng::new(seed);
         Ok(match path {
             // Generated directly in packed form: no unpacked staging.
-            BenchPath::W4a8 | BenchPath::W4a16 => Packed::W4(PackedW4::random(n, k, seed)?),
-            BenchPath::Bf16 => {
+            KernelPath::W4A8 | KernelPath::W4A16 => Packed::W4(PackedW4::random(n, k, seed)?),
+            KernelPath::Bf16 => {
                 let mut w = Vec::with_capacity(n * k);
                 while w.len() < n * k {
                     let mut r = rng.next_u64();
@@ -244,10 +234,10 @@ impl Backend for KernelsBackend {
         }
     }
 
-    fn input(&self, path: BenchPath, x: &[f32], m: usize, k: usize) -> anyhow::Result<Acts> {
+    fn input(&self, path: KernelPath, x: &[f32], m: usize, k: usize) -> anyhow::Result<Acts> {
         let data = to_bf16_vec(x);
         Ok(match path {
-            BenchPath::W4a8 => Acts::Quant(QuantActs::quantize(Bf16Rows::new(&data, m, k)?)?),
+            KernelPath::W4A8 => Acts::Quant(QuantActs::quantize(Bf16Rows::new(&data, m, k)?)?),
             _ => {
                 Bf16Rows::new(&data, m, k)?;
                 Acts::Bf16 { data, m, k }
@@ -264,11 +254,11 @@ impl Backend for KernelsBackend {
     ) -> anyhow::Result<()> {
         let r = ready(kernel)?;
         match (kernel.path, w, x) {
-            (BenchPath::W4a8, Packed::W4(w), Acts::Quant(a)) => r.w4a8(&self.pool, w, a, out)?,
-            (BenchPath::W4a16, Packed::W4(w), Acts::Bf16 { data, m, k }) => {
+            (KernelPath::W4A8, Packed::W4(w), Acts::Quant(a)) => r.w4a8(&self.pool, w, a, out)?,
+            (KernelPath::W4A16, Packed::W4(w), Acts::Bf16 { data, m, k }) => {
                 r.w4a16(&self.pool, w, Bf16Rows::new(data, *m, *k)?, out)?
             }
-            (BenchPath::Bf16, Packed::Bf16(w), Acts::Bf16 { data, m, k }) => {
+            (KernelPath::Bf16, Packed::Bf16(w), Acts::Bf16 { data, m, k }) => {
                 r.bf16(&self.pool, w, Bf16Rows::new(data, *m, *k)?, out)?
             }
             (path, _, _) => anyhow::bail!(
@@ -301,15 +291,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn units_follow_path_and_isa() {
-        assert_eq!(unit_for(BenchPath::W4a8, "amx"), Unit::AmxInt8);
-        assert_eq!(unit_for(BenchPath::W4a8, "avx512"), Unit::Avx512Vnni);
-        assert_eq!(unit_for(BenchPath::W4a8, "avxvnni"), Unit::AvxVnni);
-        assert_eq!(unit_for(BenchPath::W4a8, "avx2"), Unit::Avx2Int8);
-        assert_eq!(unit_for(BenchPath::W4a16, "amx"), Unit::AmxBf16);
-        assert_eq!(unit_for(BenchPath::Bf16, "avx512"), Unit::Avx512Fma);
-        assert_eq!(unit_for(BenchPath::W4a16, "avx2"), Unit::Avx2Fma);
-        assert_eq!(unit_for(BenchPath::Bf16, "scalar"), Unit::Scalar);
+    fn units_follow_path_and_features() {
+        assert_eq!(
+            unit_for(KernelPath::W4A8, &[Feature::AmxTile, Feature::AmxInt8]),
+            Unit::AmxInt8
+        );
+        assert_eq!(
+            unit_for(KernelPath::W4A8, &[Feature::Avx512f, Feature::Avx512vnni]),
+            Unit::Avx512Vnni
+        );
+        assert_eq!(
+            unit_for(KernelPath::W4A8, &[Feature::Avx2, Feature::AvxVnni]),
+            Unit::AvxVnni
+        );
+        assert_eq!(unit_for(KernelPath::W4A8, &[Feature::Avx2]), Unit::Avx2Int8);
+        assert_eq!(
+            unit_for(KernelPath::W4A16, &[Feature::AmxTile, Feature::AmxBf16]),
+            Unit::AmxBf16
+        );
+        assert_eq!(
+            unit_for(KernelPath::Bf16, &[Feature::Avx512f, Feature::Avx512bw]),
+            Unit::Avx512Fma
+        );
+        assert_eq!(
+            unit_for(KernelPath::W4A16, &[Feature::Avx2, Feature::Fma]),
+            Unit::Avx2Fma
+        );
+        assert_eq!(unit_for(KernelPath::Bf16, &[]), Unit::Scalar);
     }
 
     #[test]

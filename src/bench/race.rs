@@ -2,7 +2,7 @@
 //! time every verified kernel in decode and in prefill (the fastest is the row, the
 //! others its alternatives), then measure fidelity with the kernel that served.
 
-use super::backend::{Backend, BenchPath, KernelInfo, Phase, Scheme, Unit};
+use super::backend::{Backend, KernelInfo, KernelPath, Phase, Scheme, Unit};
 use super::clock::Clock;
 use super::fidelity::{FidelitySize, Reference};
 use super::measure::{Roofs, Rotation, RowSpec, Timer, row};
@@ -50,7 +50,7 @@ pub struct Raced {
 /// Races every path in `paths`, adding a note for each path or phase not timed.
 pub fn run<B: Backend>(
     race: &Race<B>,
-    paths: &[BenchPath],
+    paths: &[KernelPath],
     bw: &Bandwidth,
     peaks: &[Peak],
     notes: &mut Vec<String>,
@@ -96,7 +96,7 @@ pub fn run<B: Backend>(
                 )
             });
             let schemes: &[Scheme] = match path {
-                BenchPath::Bf16 => &[Scheme::Symmetric],
+                KernelPath::Bf16 => &[Scheme::Symmetric],
                 _ => &[Scheme::Symmetric, Scheme::Asymmetric],
             };
             for &scheme in schemes {
@@ -114,7 +114,7 @@ pub fn run<B: Backend>(
 /// and prefill races. Returns the rows (decode first) and the rotation for the next path.
 fn race_path<B: Backend>(
     race: &Race<B>,
-    path: BenchPath,
+    path: KernelPath,
     dec: &[&KernelInfo],
     pre: &[&KernelInfo],
     cached: Option<Rotation<B::Weights>>,
@@ -170,7 +170,7 @@ fn race_path<B: Backend>(
 fn race_decode<B: Backend>(
     race: &Race<B>,
     timer: &Timer<B>,
-    path: BenchPath,
+    path: KernelPath,
     dec: &[&KernelInfo],
     rot: &Rotation<B::Weights>,
     roofs: &Roofs,
@@ -201,7 +201,7 @@ fn race_decode<B: Backend>(
 fn race_prefill<B: Backend>(
     race: &Race<B>,
     timer: &Timer<B>,
-    path: BenchPath,
+    path: KernelPath,
     pre: &[&KernelInfo],
     rot: &Rotation<B::Weights>,
     roofs: &Roofs,
@@ -227,12 +227,13 @@ fn race_prefill<B: Backend>(
     Ok(fastest_of(raced))
 }
 
-/// The verified kernels of `path` that serve `phase`, in rank order (lower first). The
+/// The verified kernels of `path` that serve `phase`, in rank order (higher first, as in
+/// the kernels' registry). The
 /// scalar reference is a contender only when nothing else serves the phase.
 pub fn candidates<'k>(
     kernels: &'k [KernelInfo],
     checks: &[KernelCheck],
-    path: BenchPath,
+    path: KernelPath,
     phase: Phase,
     forced: Option<&str>,
 ) -> Vec<&'k KernelInfo> {
@@ -246,7 +247,7 @@ pub fn candidates<'k>(
         .filter(|k| k.path == path && k.serves(phase) && passed(k))
         .filter(|k| forced.is_none_or(|f| k.name == f))
         .collect();
-    found.sort_by_key(|k| k.rank);
+    found.sort_by_key(|k| std::cmp::Reverse(k.rank));
     if found.iter().any(|k| k.unit != Unit::Scalar) {
         found.retain(|k| k.unit != Unit::Scalar);
     }
@@ -272,7 +273,7 @@ fn fastest_of(mut raced: Vec<ResultRow>) -> Option<ResultRow> {
 mod tests {
     use super::*;
 
-    fn k(name: &str, path: BenchPath, unit: Unit, rank: u32) -> KernelInfo {
+    fn k(name: &str, path: KernelPath, unit: Unit, rank: u32) -> KernelInfo {
         KernelInfo {
             name: name.into(),
             path,
@@ -283,7 +284,7 @@ mod tests {
         }
     }
 
-    fn passed(name: &str, path: BenchPath) -> KernelCheck {
+    fn passed(name: &str, path: KernelPath) -> KernelCheck {
         KernelCheck {
             name: name.into(),
             path,
@@ -297,15 +298,15 @@ mod tests {
     #[test]
     fn candidates_prefer_rank_and_drop_scalar_when_possible() {
         let ks = [
-            k("w4a8-scalar", BenchPath::W4a8, Unit::Scalar, 9),
-            k("w4a8-avx2", BenchPath::W4a8, Unit::Avx2Int8, 2),
-            k("w4a8-vnni", BenchPath::W4a8, Unit::Avx512Vnni, 1),
+            k("w4a8-scalar", KernelPath::W4A8, Unit::Scalar, 0),
+            k("w4a8-avx2", KernelPath::W4A8, Unit::Avx2Int8, 2),
+            k("w4a8-vnni", KernelPath::W4A8, Unit::Avx512Vnni, 3),
         ];
         let checks = [
-            passed("w4a8-scalar", BenchPath::W4a8),
-            passed("w4a8-avx2", BenchPath::W4a8),
+            passed("w4a8-scalar", KernelPath::W4A8),
+            passed("w4a8-avx2", KernelPath::W4A8),
         ];
-        let c = candidates(&ks, &checks, BenchPath::W4a8, Phase::Decode, None);
+        let c = candidates(&ks, &checks, KernelPath::W4A8, Phase::Decode, None);
         let names: Vec<&str> = c.iter().map(|k| k.name.as_str()).collect();
         assert_eq!(
             names,
@@ -315,11 +316,11 @@ mod tests {
         let c = candidates(
             &ks,
             &checks,
-            BenchPath::W4a8,
+            KernelPath::W4A8,
             Phase::Decode,
             Some("w4a8-scalar"),
         );
         assert_eq!(c.len(), 1);
-        assert!(candidates(&ks, &checks, BenchPath::W4a8, Phase::Prefill, None).is_empty());
+        assert!(candidates(&ks, &checks, KernelPath::W4A8, Phase::Prefill, None).is_empty());
     }
 }

@@ -140,7 +140,7 @@ impl BenchReport {
         for r in &self.results {
             table.add_row(vec![
                 r.path.to_string(),
-                r.phase.as_str().to_string(),
+                r.phase.name().to_string(),
                 r.tokens.to_string(),
                 r.kernel.clone(),
                 output::ms(r.step_ms),
@@ -168,7 +168,7 @@ impl BenchReport {
                 out,
                 "{} {}: {} won the race against {}",
                 r.path,
-                r.phase.as_str(),
+                r.phase.name(),
                 r.kernel,
                 others.join(", ")
             );

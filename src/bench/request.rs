@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::backend::BenchPath;
+use super::backend::KernelPath;
 use super::clock::{PeakBudget, Sampling};
 use crate::error::usage;
 use crate::profile::Priority;
@@ -75,7 +75,7 @@ pub struct BenchRequest {
     /// A preset name, or the config.json path.
     pub model: ModelSpec,
     /// Paths asked for (empty: all three); the planned one is added later.
-    pub paths: Vec<BenchPath>,
+    pub paths: Vec<KernelPath>,
     pub kernel: Option<String>,
     pub list_kernels: bool,
     pub prefill_tokens: usize,

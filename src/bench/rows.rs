@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::backend::{BenchPath, Phase, Unit};
+use super::backend::{KernelPath, Phase, Unit};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Bandwidth {
@@ -27,7 +27,7 @@ pub struct Peak {
 #[derive(Debug, Clone, Serialize)]
 pub struct KernelCheck {
     pub name: String,
-    pub path: BenchPath,
+    pub path: KernelPath,
     pub phases: Vec<Phase>,
     pub unit: Unit,
     /// `passed`, `failed`, `unavailable` or `not_run` (not needed for the chosen paths).
@@ -38,7 +38,7 @@ pub struct KernelCheck {
 /// One path in one phase: the contract's `results[]` entry.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ResultRow {
-    pub path: BenchPath,
+    pub path: KernelPath,
     pub phase: Phase,
     /// Tokens per step (1 for decode).
     pub tokens: usize,
@@ -81,7 +81,7 @@ pub struct Alternative {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FidelityRow {
-    pub path: BenchPath,
+    pub path: KernelPath,
     /// `symmetric`, `asymmetric` (int4 weights) or `bf16`.
     pub scheme: String,
     pub kernel: String,

@@ -27,8 +27,8 @@ pub fn measurements(report: &BenchReport) -> Measurements {
                 .results
                 .iter()
                 .map(|r| BenchRow {
-                    path: r.path.as_str().to_string(),
-                    phase: r.phase.as_str().to_string(),
+                    path: r.path.name().to_string(),
+                    phase: r.phase.name().to_string(),
                     kernel: Some(r.kernel.clone()),
                     step_ms: Some(r.step_ms),
                     tokens_per_s: Some(r.tokens_per_s),
@@ -39,7 +39,7 @@ pub fn measurements(report: &BenchReport) -> Measurements {
                 .fidelity
                 .iter()
                 .map(|f| BenchFidelity {
-                    path: f.path.as_str().to_string(),
+                    path: f.path.name().to_string(),
                     scheme: f.scheme.clone(),
                     rel_error: Some(f.rel_error),
                     top1_agreement: Some(f.top1_agreement),
@@ -51,7 +51,7 @@ pub fn measurements(report: &BenchReport) -> Measurements {
                 status: Some(v.status.as_str().to_string()),
                 reason: Some(v.reason.clone()),
                 fastest: Some(BenchFastest {
-                    decode: v.fastest.decode.map(|p| p.as_str().to_string()),
+                    decode: v.fastest.decode.map(|p| p.name().to_string()),
                 }),
             }),
         },

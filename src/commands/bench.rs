@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::bench::backend::{Backend, BenchPath};
+use crate::bench::backend::{Backend, KernelPath};
 use crate::bench::clock::{Clock, FakeClock, RealClock};
 use crate::bench::fake::FakeBackend;
 use crate::bench::kernels_backend::KernelsBackend;
@@ -33,7 +33,7 @@ pub enum Executor {
     Real,
     /// Simulated GEMMs on a virtual clock; `Some(path)` makes that path 4x slower (to
     /// test a contradicted plan end to end).
-    Fake(Option<BenchPath>),
+    Fake(Option<KernelPath>),
 }
 
 /// A resolved `bench` command line.
@@ -139,7 +139,7 @@ fn plan_input(profile: &Profile, priority: Priority, source: &str) -> PlanInput 
     let bench_path = catalog
         .get(&plan.path.name)
         .and_then(|spec| spec.bench_path.as_deref())
-        .and_then(BenchPath::parse);
+        .and_then(KernelPath::parse);
     PlanInput {
         name: plan.path.name,
         bench_path,

@@ -23,8 +23,10 @@ use super::error::KernelError;
 use super::pack::{PackedBf16, PackedW4};
 use super::pool::ThreadPool;
 
-/// Which weight/activation format a kernel computes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// Which weight/activation format a kernel computes: the crate's one path vocabulary
+/// (bench's `results[].path`, `--paths`, the catalog's `bench_path`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum KernelPath {
     /// int4 weights × int8 activations.
     W4A8,
@@ -35,6 +37,29 @@ pub enum KernelPath {
 }
 
 impl KernelPath {
+    /// Every path, in report order.
+    pub const ALL: [KernelPath; 3] = [KernelPath::W4A8, KernelPath::W4A16, KernelPath::Bf16];
+
+    /// The path named `text` (`w4a8`, `w4a16`, `bf16`; any case, trimmed).
+    pub fn parse(text: &str) -> Option<KernelPath> {
+        KernelPath::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(text.trim()))
+    }
+
+    /// Whether weights packed for `self` serve `other` too (W4A8 and W4A16 share P64·G128).
+    pub fn shares_layout(self, other: KernelPath) -> bool {
+        self == other || (self != KernelPath::Bf16 && other != KernelPath::Bf16)
+    }
+
+    /// Bits each weight occupies in memory, scales and zeros included (kernels.md §1).
+    pub fn bits_per_weight(self) -> f64 {
+        match self {
+            KernelPath::W4A8 | KernelPath::W4A16 => 4.25,
+            KernelPath::Bf16 => 16.0,
+        }
+    }
+
     /// `"w4a8"`, `"w4a16"`, `"bf16"`.
     pub fn name(self) -> &'static str {
         match self {
@@ -45,8 +70,15 @@ impl KernelPath {
     }
 }
 
+impl std::fmt::Display for KernelPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Decode (few rows per weight load) or prefill (many rows).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Phase {
     /// M ≤ [`DECODE_MAX_M`].
     Decode,
