@@ -10,25 +10,9 @@
 
 use serde::Serialize;
 
-/// The path and phase vocabulary is the kernels' own.
+/// The path, phase and scheme vocabulary is the kernels' own.
 pub use crate::kernels::registry::{KernelPath, Phase};
-
-/// How int4 weights are quantized: zero point fixed at 8, or fitted per group.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Scheme {
-    Symmetric,
-    Asymmetric,
-}
-
-impl Scheme {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scheme::Symmetric => "symmetric",
-            Scheme::Asymmetric => "asymmetric",
-        }
-    }
-}
+pub use crate::kernels::weights::Scheme;
 
 /// The compute unit a kernel leans on, which names its roofline (`peaks.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

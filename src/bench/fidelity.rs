@@ -229,7 +229,7 @@ impl Reference {
             scheme: if path == KernelPath::Bf16 {
                 "bf16".into()
             } else {
-                scheme.as_str().into()
+                scheme.full_name().into()
             },
             kernel: kernel.name.clone(),
             rel_error,

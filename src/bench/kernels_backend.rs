@@ -61,13 +61,6 @@ fn ready(kernel: &KernelInfo) -> anyhow::Result<Ready> {
     Ok(registry::by_name(&kernel.name)?.ready()?)
 }
 
-fn kscheme(s: Scheme) -> weights::Scheme {
-    match s {
-        Scheme::Symmetric => weights::Scheme::Symmetric,
-        Scheme::Asymmetric => weights::Scheme::Asymmetric,
-    }
-}
-
 impl Parallel for KernelsBackend {
     fn workers(&self) -> usize {
         self.pool.threads()
@@ -181,12 +174,9 @@ impl Backend for KernelsBackend {
         scheme: Scheme,
     ) -> anyhow::Result<Packed> {
         Ok(match path {
-            KernelPath::W4A8 | KernelPath::W4A16 => Packed::W4(PackedW4::pack(&weights::quantize(
-                w,
-                n,
-                k,
-                kscheme(scheme),
-            )?)),
+            KernelPath::W4A8 | KernelPath::W4A16 => {
+                Packed::W4(PackedW4::pack(&weights::quantize(w, n, k, scheme)?))
+            }
             KernelPath::Bf16 => {
                 anyhow::ensure!(
                     w.len() == n * k,
