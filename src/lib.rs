@@ -8,7 +8,7 @@
 //! `bench` (the kernels timed in stages against the plan under test), `kernels`, `model`,
 //! `output` (tables, JSON, number formatting), `profile`, `arch` and `error`.
 //!
-//! The rules (docs/architecture.md; `tests/architecture.rs` checks the first three):
+//! The rules (docs/architecture.md; `tests/architecture.rs` checks the first four):
 //! - `plan` never imports `bench` and `bench` never imports `plan`; they meet in
 //!   `commands` and in the profile's typed [`profile::Measurements`].
 //! - Nothing below `cli` and `commands` imports clap.

@@ -79,6 +79,15 @@ impl BenchReport {
     /// The human rendering: a header, the results, fidelity and kernel tables, the verdict.
     pub fn to_table(&self) -> String {
         let mut out = String::new();
+        self.write_header(&mut out);
+        self.write_results(&mut out);
+        self.write_fidelity(&mut out);
+        self.write_verdict(&mut out);
+        out
+    }
+
+    /// The run: model, threads, L3, executor, bandwidth, peaks, memory.
+    fn write_header(&self, out: &mut String) {
         let bw = self
             .bandwidth
             .as_ref()
@@ -131,7 +140,10 @@ impl BenchReport {
                 .map_or("an unknown budget".to_string(), output::bytes)
         );
         out.push('\n');
+    }
 
+    /// The results table and who won each race.
+    fn write_results(&self, out: &mut String) {
         let mut table = output::table();
         table.set_header(vec![
             "path", "phase", "tokens", "kernel", "ms/step", "min-max", "tok/s", "GB/s", "% bw",
@@ -174,7 +186,10 @@ impl BenchReport {
             );
         }
         out.push('\n');
+    }
 
+    /// The fidelity table, when fidelity was measured.
+    fn write_fidelity(&self, out: &mut String) {
         if !self.fidelity.is_empty() {
             let mut table = output::table();
             table.set_header(vec![
@@ -204,7 +219,10 @@ impl BenchReport {
             }
             let _ = writeln!(out, "{table}\n");
         }
+    }
 
+    /// Failed kernels, the verdict and the notes.
+    fn write_verdict(&self, out: &mut String) {
         let problems: Vec<&KernelCheck> = self
             .kernels
             .iter()
@@ -225,6 +243,5 @@ impl BenchReport {
         for note in &self.notes {
             let _ = writeln!(out, "note: {note}");
         }
-        out
     }
 }

@@ -232,15 +232,45 @@ pub fn decide(input: VerdictInput<'_>) -> Verdict {
     let pd = row(results, path, Phase::Decode);
     let pp = row(results, path, Phase::Prefill);
     if pd.is_none() && pp.is_none() {
-        if input.failed_paths.contains(&path) {
-            v.status = Status::Contradicted;
-            v.reason = format!("every {path} kernel failed its correctness check on this host");
-        } else {
-            v.status = Status::Inconclusive;
-            v.reason = format!("{path} could not be measured on this host (no available kernel)");
-        }
+        unmeasured(&mut v, path, input.failed_paths);
         return v;
     }
+    gaps_and_noise(&mut v, [pd, fd], [pp, fp]);
+    if plan.priority == "fidelity" {
+        decide_fidelity(&mut v, path, input.fidelity);
+    } else {
+        decide_speed(
+            &mut v,
+            path,
+            [(Phase::Decode, pd, fd), (Phase::Prefill, pp, fp)],
+        );
+        if plan.x86_without_amx && path != KernelPath::W4A8 {
+            explain_unroutable_w4a8(&mut v, results, [fd, fp]);
+        }
+    }
+    v.confirmed = v.status == Status::Confirmed;
+    v
+}
+
+/// The planned path has no row: every kernel failed its check (contradicted), or none
+/// could run here (inconclusive).
+fn unmeasured(v: &mut Verdict, path: KernelPath, failed_paths: &[KernelPath]) {
+    if failed_paths.contains(&path) {
+        v.status = Status::Contradicted;
+        v.reason = format!("every {path} kernel failed its correctness check on this host");
+    } else {
+        v.status = Status::Inconclusive;
+        v.reason = format!("{path} could not be measured on this host (no available kernel)");
+    }
+}
+
+/// The planned path's gap to the fastest per phase, and a note when a compared row is
+/// noisy. Each pair is (planned row, fastest row).
+fn gaps_and_noise(
+    v: &mut Verdict,
+    [pd, fd]: [Option<&ResultRow>; 2],
+    [pp, fp]: [Option<&ResultRow>; 2],
+) {
     if let (Some(p), Some(b)) = (pd, fd) {
         v.decode_gap_pct = Some(gap_pct(p, b));
     }
@@ -261,20 +291,6 @@ pub fn decide(input: VerdictInput<'_>) -> Verdict {
             worst * 100.0
         ));
     }
-    if plan.priority == "fidelity" {
-        decide_fidelity(&mut v, path, input.fidelity);
-    } else {
-        decide_speed(
-            &mut v,
-            path,
-            [(Phase::Decode, pd, fd), (Phase::Prefill, pp, fp)],
-        );
-        if plan.x86_without_amx && path != KernelPath::W4A8 {
-            explain_unroutable_w4a8(&mut v, results, [fd, fp]);
-        }
-    }
-    v.confirmed = v.status == Status::Confirmed;
-    v
 }
 
 type PhaseRows<'a> = (Phase, Option<&'a ResultRow>, Option<&'a ResultRow>);
