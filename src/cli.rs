@@ -1,12 +1,20 @@
-//! The command line, as clap types only.
+//! The command line: clap types, and [`resolve`] into each command's request.
 //!
-//! Each subcommand's arguments are converted into that command's own request type
-//! before any domain code runs, so nothing below `main` sees clap. The doc comments are
-//! the `--help` text.
+//! Each subcommand's arguments become that command's own request type (in
+//! [`crate::commands`], with domain enums) before any domain code runs, so nothing below
+//! `commands` sees clap. Every usage error (exit 2) that clap cannot catch itself is
+//! raised here, through the one [`usage`] constructor. The doc comments are the `--help` text.
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::commands::bench::{BenchCommand, EXECUTOR_ENV, Executor};
+use crate::commands::plan::{FitArgs, PlanFormat, PlanRequest, Source};
+use crate::commands::probe::{ProbeFormat, ProbeRequest};
+use crate::commands::{CheckRequest, Request};
+use crate::error::usage;
+use crate::profile::Priority;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -32,7 +40,7 @@ pub enum Command {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ProbeFormat {
+pub enum ProbeFormatArg {
     Json,
     Table,
 }
@@ -44,29 +52,29 @@ pub struct ProbeArgs {
     pub sysroot: Option<PathBuf>,
     /// Output format (default: table on a terminal, json otherwise).
     #[arg(long, value_enum)]
-    pub format: Option<ProbeFormat>,
+    pub format: Option<ProbeFormatArg>,
     /// Copy every file the probe reads into DIR (serials and UUIDs redacted), for --sysroot.
     #[arg(long, value_name = "DIR")]
     pub dump: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Priority {
+pub enum PriorityArg {
     Speed,
     Fidelity,
 }
 
-impl Priority {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Priority::Speed => "speed",
-            Priority::Fidelity => "fidelity",
+impl From<PriorityArg> for Priority {
+    fn from(p: PriorityArg) -> Priority {
+        match p {
+            PriorityArg::Speed => Priority::Speed,
+            PriorityArg::Fidelity => Priority::Fidelity,
         }
     }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PlanFormat {
+pub enum PlanFormatArg {
     Table,
     Json,
     Jsonl,
@@ -84,10 +92,10 @@ pub struct PlanArgs {
     pub sysroot: Option<PathBuf>,
     /// What to optimise for.
     #[arg(long, value_enum, default_value = "speed")]
-    pub priority: Priority,
+    pub priority: PriorityArg,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
-    pub format: PlanFormat,
+    pub format: PlanFormatArg,
     /// Exit 1 unless every planned path is NAME (for CI).
     #[arg(long, value_name = "NAME")]
     pub expect: Option<String>,
@@ -125,7 +133,7 @@ pub struct CheckArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum BenchFormat {
+pub enum BenchFormatArg {
     Table,
     Json,
 }
@@ -166,7 +174,7 @@ pub struct BenchArgs {
     pub profile: Option<PathBuf>,
     /// Priority of the plan being confirmed.
     #[arg(long, value_enum, default_value = "speed")]
-    pub priority: Priority,
+    pub priority: PriorityArg,
     /// Exit 1 when the measurements contradict the plan.
     #[arg(long)]
     pub strict: bool,
@@ -175,7 +183,154 @@ pub struct BenchArgs {
     pub save: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
-    pub format: BenchFormat,
+    pub format: BenchFormatArg,
+}
+
+/// The parsed command line as the request its command runs.
+pub(crate) fn resolve(cli: Cli) -> anyhow::Result<Request> {
+    Ok(match cli.command {
+        Command::Probe(args) => Request::Probe(probe_request(args)),
+        Command::Plan(args) => Request::Plan(plan_request(args)?),
+        Command::Check(args) => Request::Check(CheckRequest {
+            manifest: args.manifest,
+            catalog: args.catalog,
+        }),
+        Command::Bench(args) => Request::Bench(bench_request(args)?),
+    })
+}
+
+fn probe_request(args: ProbeArgs) -> ProbeRequest {
+    ProbeRequest {
+        sysroot: args.sysroot,
+        format: args.format.map(|f| match f {
+            ProbeFormatArg::Json => ProbeFormat::Json,
+            ProbeFormatArg::Table => ProbeFormat::Table,
+        }),
+        dump: args.dump,
+    }
+}
+
+/// Usage errors (2) for bad memory-fit flags; the model itself is loaded by the command.
+fn plan_request(args: PlanArgs) -> anyhow::Result<PlanRequest> {
+    let source = match (args.profile.is_empty(), args.sysroot) {
+        (false, _) => Source::Profiles(args.profile),
+        (true, Some(dir)) => Source::Sysroot(dir),
+        (true, None) => Source::Live,
+    };
+    let fit = match args.model {
+        None => None,
+        Some(model) => {
+            let Some(context) = args.context.filter(|c| *c > 0) else {
+                return Err(usage(
+                    "--model needs --context TOKENS (a positive context length) for the memory fit",
+                ));
+            };
+            if args.concurrency == 0 {
+                return Err(usage("--concurrency must be at least 1"));
+            }
+            let Some(kv_dtype) = crate::plan::memory::KvDtype::parse(&args.kv_dtype) else {
+                return Err(usage(format!(
+                    "--kv-dtype {:?} is not one of bf16, fp16, fp8, int8, f32",
+                    args.kv_dtype
+                )));
+            };
+            let headroom = args
+                .headroom
+                .unwrap_or(crate::plan::memory::DEFAULT_HEADROOM);
+            if !(0.0..1.0).contains(&headroom) {
+                return Err(usage(format!(
+                    "--headroom {headroom} must be a fraction in [0, 1), e.g. 0.10"
+                )));
+            }
+            Some(FitArgs {
+                model,
+                context,
+                concurrency: u64::from(args.concurrency),
+                kv_dtype,
+                headroom,
+            })
+        }
+    };
+    Ok(PlanRequest {
+        source,
+        priority: args.priority.into(),
+        format: match args.format {
+            PlanFormatArg::Table => PlanFormat::Table,
+            PlanFormatArg::Json => PlanFormat::Json,
+            PlanFormatArg::Jsonl => PlanFormat::Jsonl,
+            PlanFormatArg::Env => PlanFormat::Env,
+            PlanFormatArg::Args => PlanFormat::Args,
+        },
+        expect: args.expect,
+        explain: args.explain,
+        catalog: args.catalog,
+        fit,
+    })
+}
+
+/// Flag values clap accepted but bench cannot use (`--threads 0`, an unknown path in
+/// `--paths`, `--prefill-tokens 0`) are usage errors naming the flag; the executor
+/// (real, or the fake one tests use) is picked here, once.
+fn bench_request(args: BenchArgs) -> anyhow::Result<BenchCommand> {
+    use crate::bench::backend::KernelPath;
+    use crate::bench::request::{BenchRequest, Effort, MAX_PREFILL_TOKENS, ModelSpec};
+    let mut paths = Vec::new();
+    for p in &args.paths {
+        if p.trim().is_empty() {
+            continue;
+        }
+        let path = KernelPath::parse(p).ok_or_else(|| {
+            usage(format!(
+                "--paths: unknown path {p:?}; use w4a8, w4a16 or bf16 (comma-separated)"
+            ))
+        })?;
+        if !paths.contains(&path) {
+            paths.push(path);
+        }
+    }
+    if args.threads == Some(0) {
+        return Err(usage("--threads 0: at least one thread is needed"));
+    }
+    if args.prefill_tokens == 0 || args.prefill_tokens > MAX_PREFILL_TOKENS {
+        return Err(usage(format!(
+            "--prefill-tokens {}: use 1..={MAX_PREFILL_TOKENS}",
+            args.prefill_tokens
+        )));
+    }
+    let executor = match std::env::var(EXECUTOR_ENV).as_deref() {
+        Ok("fake") => Executor::Fake(None),
+        Ok("real") | Ok("") | Err(_) => Executor::Real,
+        Ok(other) => match other.strip_prefix("fake-slow-").and_then(KernelPath::parse) {
+            Some(path) => Executor::Fake(Some(path)),
+            None => {
+                return Err(usage(format!(
+                    "{EXECUTOR_ENV}={other}: use real, fake or fake-slow-PATH"
+                )));
+            }
+        },
+    };
+    let request = BenchRequest {
+        model: match args.model_config {
+            Some(path) => ModelSpec::Config(path),
+            None => ModelSpec::Preset(args.model),
+        },
+        paths,
+        kernel: args.kernel,
+        list_kernels: args.list_kernels,
+        prefill_tokens: args.prefill_tokens,
+        threads: args.threads,
+        effort: if args.quick {
+            Effort::Quick
+        } else {
+            Effort::Full
+        },
+        profile: args.profile,
+        priority: args.priority.into(),
+        strict: args.strict,
+        save: args.save,
+        json: args.format == BenchFormatArg::Json,
+    };
+    Ok(BenchCommand { request, executor })
 }
 
 #[cfg(test)]

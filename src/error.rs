@@ -50,6 +50,16 @@ impl fmt::Display for Coded {
 
 impl std::error::Error for Coded {}
 
+/// Bad usage (exit 2): a flag value clap accepted but the command cannot use. The one
+/// constructor of usage errors.
+pub fn usage(message: impl Into<String>) -> anyhow::Error {
+    Coded {
+        exit: Exit::Usage,
+        message: message.into(),
+    }
+    .into()
+}
+
 /// Bad input data (exit 65).
 pub fn data_error(message: impl Into<String>) -> anyhow::Error {
     Coded {

@@ -40,9 +40,239 @@ pub struct Profile {
     /// What the probe could not establish, one line each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
-    /// Figures written by `bench --save`; absent in a plain probe.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub measurements: Option<serde_json::Value>,
+    /// Figures written by `bench --save`; absent in a plain probe. Measurements that do
+    /// not read as [`Measurements`] are ignored (`None`), never fatal.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_measurements"
+    )]
+    pub measurements: Option<Measurements>,
+}
+
+/// The host RAM a run may use, and where the figure came from: the one budget of
+/// `plan --model` (CPU classes) and `bench`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RamBudget {
+    /// The probe's own budget: min(MemAvailable, cgroup limit - (usage - inactive_file)).
+    Probe(u64),
+    /// A cgroup limit lower than the RAM figure `ram` (named by `what`).
+    CgroupLimit {
+        limit: u64,
+        ram: u64,
+        what: &'static str,
+    },
+    /// The RAM figure named by `what`, with no lower cgroup limit.
+    Ram { bytes: u64, what: &'static str },
+    /// Only a cgroup limit is known (MemAvailable unknown).
+    LimitOnly(u64),
+}
+
+impl RamBudget {
+    pub fn bytes(self) -> u64 {
+        match self {
+            RamBudget::Probe(b) | RamBudget::LimitOnly(b) => b,
+            RamBudget::CgroupLimit { limit, .. } => limit,
+            RamBudget::Ram { bytes, .. } => bytes,
+        }
+    }
+}
+
+impl Memory {
+    /// The RAM budget: the probe's when it computed one (it discounts reclaimable page
+    /// cache), else MemAvailable (or MemTotal) capped by the cgroup limit. `None` when the
+    /// profile has no memory figures.
+    pub fn ram_budget(&self) -> Option<RamBudget> {
+        if let Some(b) = self.budget_bytes {
+            return Some(RamBudget::Probe(b));
+        }
+        let (ram, what) = match (self.available_bytes, self.total_bytes) {
+            (Some(a), _) => (Some(a), "MemAvailable"),
+            (None, Some(t)) => (Some(t), "MemTotal (MemAvailable unknown)"),
+            (None, None) => (None, ""),
+        };
+        match (ram, self.limit_bytes) {
+            (Some(ram), Some(limit)) if limit < ram => {
+                Some(RamBudget::CgroupLimit { limit, ram, what })
+            }
+            (Some(bytes), _) => Some(RamBudget::Ram { bytes, what }),
+            (None, Some(limit)) => Some(RamBudget::LimitOnly(limit)),
+            (None, None) => None,
+        }
+    }
+}
+
+/// What a plan optimises for: the one priority of `plan`, `check` and `bench`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Priority {
+    Speed,
+    Fidelity,
+}
+
+impl Priority {
+    pub const ALL: [Priority; 2] = [Priority::Speed, Priority::Fidelity];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Priority::Speed => "speed",
+            Priority::Fidelity => "fidelity",
+        }
+    }
+}
+
+/// The `measurements` object of a profile: `{"bench": {...}}`, written by `bench --save`
+/// and read by `plan`. It is the seam between the two: neither imports the other.
+///
+/// The `bench` object is a subset of `bench --format json`'s report (same keys), so a
+/// profile saved with the whole report (older `--save`) reads unchanged; unknown keys
+/// are ignored. The JSON shape is documented in docs/measurements.md.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurements {
+    pub bench: BenchRun,
+}
+
+/// One saved bench run: the figures a plan shows beside the catalog's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchRun {
+    /// `real`, or `fake` for the simulated test executor (not measurements).
+    #[serde(default)]
+    pub executor: Option<String>,
+    #[serde(default)]
+    pub model: Option<BenchModel>,
+    #[serde(default)]
+    pub threads: Option<u64>,
+    /// The host's measured read bandwidth (GB/s).
+    #[serde(default)]
+    pub memory_bandwidth_gbps: Option<f64>,
+    /// One row per bench path and phase (the fastest kernel's).
+    pub results: Vec<BenchRow>,
+    #[serde(default)]
+    pub fidelity: Vec<BenchFidelity>,
+    #[serde(default)]
+    pub verdict: Option<BenchVerdict>,
+}
+
+/// The model a bench run used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchModel {
+    pub name: Option<String>,
+}
+
+/// One timed row: bench path (`w4a8`, `w4a16`, `bf16`), phase (`decode`, `prefill`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchRow {
+    pub path: String,
+    pub phase: String,
+    #[serde(default)]
+    pub kernel: Option<String>,
+    #[serde(default)]
+    pub step_ms: Option<f64>,
+    #[serde(default)]
+    pub tokens_per_s: Option<f64>,
+    /// Weight bytes streamed per second (GB/s).
+    #[serde(default)]
+    pub weight_gbps: Option<f64>,
+}
+
+/// One fidelity row: bench path and scheme (`symmetric`, `asymmetric`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchFidelity {
+    pub path: String,
+    pub scheme: String,
+    #[serde(default)]
+    pub rel_error: Option<f64>,
+    #[serde(default)]
+    pub top1_agreement: Option<f64>,
+}
+
+/// The saved verdict: which plan the run checked, and what it concluded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchVerdict {
+    #[serde(default)]
+    pub planned: Option<String>,
+    #[serde(default)]
+    pub priority: Option<String>,
+    /// `confirmed`, `contradicted`, `inconclusive` or `not_applicable`.
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub fastest: Option<BenchFastest>,
+}
+
+/// The fastest bench path per phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchFastest {
+    #[serde(default)]
+    pub decode: Option<String>,
+}
+
+/// Measured figures for one bench path, as a plan shows them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MeasuredPath {
+    pub path: String,
+    pub decode_kernel: Option<String>,
+    pub decode_step_ms: Option<f64>,
+    pub decode_tokens_per_s: Option<f64>,
+    pub prefill_tokens_per_s: Option<f64>,
+    /// Weight bytes streamed per second in decode (GB/s).
+    #[serde(default)]
+    pub decode_weight_gbps: Option<f64>,
+    /// Symmetric int4 (or bf16) layer relative error.
+    pub rel_error: Option<f64>,
+    pub top1_agreement: Option<f64>,
+}
+
+impl BenchRun {
+    /// Per bench path (sorted by name): the decode and prefill rows and the symmetric
+    /// fidelity row folded into one record.
+    pub fn paths(&self) -> Vec<MeasuredPath> {
+        let mut names: Vec<&str> = self.results.iter().map(|r| r.path.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        let find = |path: &str, phase: &str| {
+            self.results
+                .iter()
+                .find(|r| r.path == path && r.phase == phase)
+        };
+        names
+            .into_iter()
+            .map(|name| {
+                let d = find(name, "decode");
+                let p = find(name, "prefill");
+                let fid = self
+                    .fidelity
+                    .iter()
+                    .find(|r| r.path == name && matches!(r.scheme.as_str(), "symmetric" | "bf16"));
+                MeasuredPath {
+                    path: name.to_string(),
+                    decode_kernel: d.and_then(|d| d.kernel.clone()),
+                    decode_step_ms: d.and_then(|d| d.step_ms),
+                    decode_tokens_per_s: d.and_then(|d| d.tokens_per_s),
+                    prefill_tokens_per_s: p.and_then(|p| p.tokens_per_s),
+                    decode_weight_gbps: d.and_then(|d| d.weight_gbps),
+                    rel_error: fid.and_then(|r| r.rel_error),
+                    top1_agreement: fid.and_then(|r| r.top1_agreement),
+                }
+            })
+            .collect()
+    }
+
+    /// The model's name, when saved.
+    pub fn model_name(&self) -> Option<&str> {
+        self.model.as_ref().and_then(|m| m.name.as_deref())
+    }
+}
+
+/// Reads `measurements` when it has the typed shape; anything else is `None`.
+fn lenient_measurements<'de, D>(deserializer: D) -> Result<Option<Measurements>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let value = Option::<serde_json::Value>::deserialize(deserializer)?;
+    Ok(value.and_then(|v| serde_json::from_value(v).ok()))
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -371,6 +601,112 @@ impl Profile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn with_measurements(measurements: Option<serde_json::Value>) -> Profile {
+        let mut v: serde_json::Value = serde_json::from_str(
+            r#"{"schema_version": 1, "tool": {"name": "edgeplan", "version": "0"},
+            "arch": "x86_64", "hardware_class": "x86_cpu", "supports_bf16": true,
+            "cpu": {"vendor": null, "model_name": null, "logical_cpus": 2, "usable_threads": 2},
+            "memory": {"total_bytes": null, "available_bytes": null, "limit_bytes": null}}"#,
+        )
+        .unwrap();
+        if let Some(m) = measurements {
+            v["measurements"] = m;
+        }
+        Profile::from_value(v, "t").unwrap()
+    }
+
+    #[test]
+    fn ram_budget_prefers_the_probe_then_the_lower_of_ram_and_limit() {
+        let m = |total, available, limit, budget| Memory {
+            total_bytes: total,
+            available_bytes: available,
+            limit_bytes: limit,
+            budget_bytes: budget,
+            ..Memory::default()
+        };
+        let b = |m: Memory| m.ram_budget();
+        assert_eq!(
+            b(m(Some(9), Some(8), Some(6), Some(5))),
+            Some(RamBudget::Probe(5))
+        );
+        let capped = b(m(Some(9), Some(8), Some(6), None)).unwrap();
+        assert_eq!(capped.bytes(), 6);
+        assert!(matches!(
+            capped,
+            RamBudget::CgroupLimit {
+                ram: 8,
+                what: "MemAvailable",
+                ..
+            }
+        ));
+        assert_eq!(
+            b(m(Some(9), None, Some(10), None)),
+            Some(RamBudget::Ram {
+                bytes: 9,
+                what: "MemTotal (MemAvailable unknown)"
+            })
+        );
+        assert_eq!(
+            b(m(None, None, Some(4), None)),
+            Some(RamBudget::LimitOnly(4))
+        );
+        assert_eq!(b(m(None, None, None, None)), None);
+    }
+
+    #[test]
+    fn no_measurements_no_summary() {
+        assert_eq!(with_measurements(None).measurements, None);
+        assert_eq!(
+            with_measurements(Some(serde_json::json!({"other": 1}))).measurements,
+            None
+        );
+        let bad = serde_json::json!({"bench": {"results": "not a list"}});
+        assert_eq!(with_measurements(Some(bad)).measurements, None);
+    }
+
+    #[test]
+    fn reads_back_the_figures_plan_needs() {
+        // The whole bench report, as `bench --save` wrote it before the typed form.
+        let m = serde_json::json!({"bench": {
+            "schema_version": 1, "quick": true, "peaks": [],
+            "model": {"name": "qwen3-1.7b", "layers": 28}, "threads": 2, "memory_bandwidth_gbps": 27.5,
+            "results": [
+                {"path": "w4a8", "phase": "decode", "kernel": "w4a8-avx2", "step_ms": 50.0, "tokens_per_s": 20.0},
+                {"path": "w4a8", "phase": "prefill", "kernel": "w4a8-avx2", "step_ms": 900.0, "tokens_per_s": 142.2},
+                {"path": "bf16", "phase": "decode", "kernel": "bf16-avx2", "step_ms": 170.0, "tokens_per_s": 5.9}
+            ],
+            "fidelity": [
+                {"path": "w4a8", "scheme": "asymmetric", "rel_error": 0.09},
+                {"path": "w4a8", "scheme": "symmetric", "rel_error": 0.11, "top1_agreement": 0.8}
+            ],
+            "verdict": {"planned": "w4a8-amx", "priority": "speed", "status": "confirmed",
+                        "reason": "w4a8 is the fastest decode path", "fastest": {"decode": "w4a8"}}
+        }});
+        let p = with_measurements(Some(m));
+        let s = &p.measurements.as_ref().unwrap().bench;
+        let paths = s.paths();
+        assert_eq!(paths.len(), 2);
+        let w = paths.iter().find(|p| p.path == "w4a8").unwrap();
+        assert_eq!(w.decode_tokens_per_s, Some(20.0));
+        assert_eq!(w.prefill_tokens_per_s, Some(142.2));
+        assert_eq!(w.rel_error, Some(0.11));
+        let v = s.verdict.as_ref().unwrap();
+        assert_eq!(
+            v.fastest.as_ref().and_then(|f| f.decode.as_deref()),
+            Some("w4a8")
+        );
+        assert_eq!(v.status.as_deref(), Some("confirmed"));
+        assert_eq!(v.priority.as_deref(), Some("speed"));
+        assert!(v.reason.as_deref().unwrap().contains("fastest decode"));
+        assert_eq!(s.model_name(), Some("qwen3-1.7b"));
+        assert_eq!(s.memory_bandwidth_gbps, Some(27.5));
+        // Written back, only the typed subset remains, and it reads the same.
+        let text = serde_json::to_string(&p).unwrap();
+        let again = Profile::from_json(&text, "again").unwrap();
+        assert_eq!(again.measurements, p.measurements);
+        assert!(!text.contains("\"layers\""), "{text}");
+    }
     use crate::error::{Exit, exit_for};
 
     const MINIMAL: &str = r#"{

@@ -1,5 +1,6 @@
 //! The one integration-test binary: it runs the built `edgeplan` as users do.
 
+mod architecture;
 mod bench;
 mod cli;
 mod memory;

@@ -2,17 +2,11 @@
 //! `getauxval` (libc). HWCAP is the kernel's statement that this process may execute an
 //! extension, so the kernels' dispatch asks it rather than a second detector.
 //!
-//! The bit table itself is the probe's ([`crate::probe::arm::FEATURES`], from Linux
-//! `arch/arm64/include/uapi/asm/hwcap.h`), decoded by the probe's own
-//! [`crate::probe::arm::from_hwcaps`]: the names the kernel registry asks for (`asimd`,
-//! `asimddp`, `i8mm`, `bf16`) are the names `probe` reports, so a profile and the kernel list
-//! of the same host cannot disagree.
+//! The bit table is [`super::arm_hwcap`], which the probe reports from too: the names the
+//! kernel registry asks for (`asimd`, `asimddp`, `i8mm`, `bf16`) are the names `probe`
+//! reports, so a profile and the kernel list of the same host cannot disagree.
 
-use std::collections::BTreeMap;
 use std::sync::OnceLock;
-
-use crate::probe::arm::from_hwcaps;
-use crate::profile::Feature;
 
 /// `(AT_HWCAP, AT_HWCAP2)` of this process, read once.
 pub fn hwcaps() -> (u64, u64) {
@@ -32,14 +26,8 @@ pub fn hwcaps() -> (u64, u64) {
 /// True when HWCAP reports the feature the probe calls `name` (`asimd`, `asimddp`, `i8mm`,
 /// `bf16`, ...). Unknown names are false.
 pub fn has(name: &str) -> bool {
-    static DECODED: OnceLock<BTreeMap<String, Feature>> = OnceLock::new();
-    DECODED
-        .get_or_init(|| {
-            let (hwcap, hwcap2) = hwcaps();
-            from_hwcaps(hwcap, hwcap2)
-        })
-        .get(name)
-        .is_some_and(|f| f.usable)
+    let (hwcap, hwcap2) = hwcaps();
+    super::arm_hwcap::is_set(name, hwcap, hwcap2).unwrap_or(false)
 }
 
 #[cfg(test)]

@@ -3,14 +3,16 @@
 //! permission, and on arm64 the HWCAP words (`aarch64.rs`). One implementation, so the probe's report and the kernels' dispatch cannot
 //! disagree about what the OS allows.
 //!
-//! CPUID itself is read where it is used (raw-cpuid in `probe` and `bench`, `core::arch` in
-//! `kernels`); this module holds only what needs `unsafe` or a syscall. `cfg` gates for the
+//! `features.rs` is the one x86 feature table (CPUID + XCR0 + AMX palette + AMX
+//! permission) that probe reports, the kernels dispatch on and bench's peak loops check. `cfg` gates for the
 //! target live here and nowhere else in this module; off x86_64 (or off Linux for the
 //! permission) the functions answer "not available".
 
 #[cfg(all(target_arch = "aarch64", target_os = "linux"))]
 pub mod aarch64;
+pub mod arm_hwcap;
 pub mod emulation;
+pub mod features;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
@@ -27,6 +29,7 @@ pub const AMX_STATE_BITS: u64 = (1 << 17) | (1 << 18);
 /// (`arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)`) and reads the granted mask back
 /// with `ARCH_GET_XCOMP_PERM`. `None` when the kernel refused either call (or is older than
 /// 5.16), and always off x86_64 Linux. Per process and idempotent.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // callers are x86-only
 pub fn request_xtiledata() -> Option<u64> {
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     {
@@ -40,6 +43,7 @@ pub fn request_xtiledata() -> Option<u64> {
 
 /// [`request_xtiledata`] as a yes/no: true when bits 17 and 18 are granted. Call it before
 /// starting threads that run AMX code. Always false off x86_64 Linux.
+#[cfg(test)]
 pub fn request_amx_permission() -> bool {
     request_xtiledata().is_some_and(|mask| mask & AMX_STATE_BITS == AMX_STATE_BITS)
 }

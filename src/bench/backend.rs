@@ -10,134 +10,25 @@
 
 use serde::Serialize;
 
-/// A weight path `bench` can measure (the contract's `results[].path`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BenchPath {
-    W4a8,
-    W4a16,
-    Bf16,
-}
-
-impl BenchPath {
-    pub const ALL: [BenchPath; 3] = [BenchPath::W4a8, BenchPath::W4a16, BenchPath::Bf16];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BenchPath::W4a8 => "w4a8",
-            BenchPath::W4a16 => "w4a16",
-            BenchPath::Bf16 => "bf16",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<BenchPath> {
-        BenchPath::ALL
-            .into_iter()
-            .find(|p| p.as_str().eq_ignore_ascii_case(text.trim()))
-    }
-
-    /// Whether weights packed for `self` serve `other` too (W4A8 and W4A16 share P64·G128).
-    pub fn shares_layout(self, other: BenchPath) -> bool {
-        self == other || (self != BenchPath::Bf16 && other != BenchPath::Bf16)
-    }
-
-    /// Bits each weight occupies in memory, scales and zeros included (kernels.md §1).
-    pub fn bits_per_weight(self) -> f64 {
-        match self {
-            BenchPath::W4a8 | BenchPath::W4a16 => 4.25,
-            BenchPath::Bf16 => 16.0,
-        }
-    }
-}
-
-impl std::fmt::Display for BenchPath {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Decode runs one token (M = 1); prefill runs `--prefill-tokens` at once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Phase {
-    Decode,
-    Prefill,
-}
-
-impl Phase {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Phase::Decode => "decode",
-            Phase::Prefill => "prefill",
-        }
-    }
-}
-
-/// How int4 weights are quantized: zero point fixed at 8, or fitted per group.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Scheme {
-    Symmetric,
-    Asymmetric,
-}
-
-impl Scheme {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scheme::Symmetric => "symmetric",
-            Scheme::Asymmetric => "asymmetric",
-        }
-    }
-}
-
-/// The compute unit a kernel leans on, which names its roofline (`peaks.rs`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Unit {
-    AmxInt8,
-    AmxBf16,
-    Avx512Vnni,
-    AvxVnni,
-    Avx2Int8,
-    /// AVX-512-BF16 `vdpbf16ps` (two bf16 products per f32 lane).
-    Avx512Bf16,
-    Avx512Fma,
-    Avx2Fma,
-    /// arm64 Advanced SIMD (plain, `sdot`, `smmla`, `bfdot`, `bfmmla`); no peak loop yet.
-    Neon,
-    Scalar,
-}
-
-impl Unit {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Unit::AmxInt8 => "amx-int8",
-            Unit::AmxBf16 => "amx-bf16",
-            Unit::Avx512Vnni => "avx512-vnni",
-            Unit::AvxVnni => "avx-vnni",
-            Unit::Avx2Int8 => "avx2-int8",
-            Unit::Avx512Bf16 => "avx512-bf16",
-            Unit::Avx512Fma => "avx512-fma",
-            Unit::Avx2Fma => "avx2-fma",
-            Unit::Neon => "neon",
-            Unit::Scalar => "scalar",
-        }
-    }
-}
+pub use crate::kernels::registry::Unit;
+/// The path, phase and scheme vocabulary is the kernels' own.
+pub use crate::kernels::registry::{KernelPath, Phase};
+pub use crate::kernels::weights::Scheme;
 
 /// One kernel variant as `bench` sees it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KernelInfo {
     /// The name `--kernel` takes (e.g. `w4a8-avx2`).
     pub name: String,
-    pub path: BenchPath,
+    pub path: KernelPath,
     /// The phases this variant serves (a GEMV may serve decode only).
     pub phases: Vec<Phase>,
     /// The unit whose peak is this variant's roofline.
     pub unit: Unit,
     /// `None` when this host can run it, else why not (missing CPU or OS feature).
     pub unavailable: Option<String>,
-    /// Preference when several variants could serve a phase: lower is tried first.
+    /// Preference when several variants could serve a phase: higher is tried first (the
+    /// kernels' registry rank, one meaning everywhere).
     pub rank: u32,
 }
 
@@ -169,7 +60,7 @@ pub trait Backend: Parallel {
     /// Packs `w` (`n` rows of `k`, row-major f32) for `path`.
     fn pack(
         &self,
-        path: BenchPath,
+        path: KernelPath,
         w: &[f32],
         n: usize,
         k: usize,
@@ -180,7 +71,7 @@ pub trait Backend: Parallel {
     /// lm_head from f32 would take longer than timing it).
     fn synthetic(
         &self,
-        path: BenchPath,
+        path: KernelPath,
         n: usize,
         k: usize,
         seed: u64,
@@ -190,7 +81,8 @@ pub trait Backend: Parallel {
     /// Bytes the packed weights occupy (what a decode step streams from memory).
     fn weight_bytes(&self, w: &Self::Weights) -> usize;
     /// Prepares `x` (`m` rows of `k`) as input of `path`.
-    fn input(&self, path: BenchPath, x: &[f32], m: usize, k: usize) -> anyhow::Result<Self::Input>;
+    fn input(&self, path: KernelPath, x: &[f32], m: usize, k: usize)
+    -> anyhow::Result<Self::Input>;
     /// `out[m][n] = x · wᵀ` with the given variant, on all workers.
     fn gemm(
         &self,
@@ -201,4 +93,10 @@ pub trait Backend: Parallel {
     ) -> anyhow::Result<()>;
     /// Whether the AMX tile data permission was granted (requested once by the kernels).
     fn amx_ready(&self) -> Result<(), String>;
+    /// `real`, or `fake` for the simulated test executor (the report's `executor`).
+    fn executor(&self) -> &'static str;
+    /// Bytes of the bandwidth probe's buffer on a host with an L3 of `l3_bytes`.
+    fn bandwidth_bytes(&self, l3_bytes: u64) -> u64;
+    /// `Some(why)` when this backend's compute peaks are not measured at all.
+    fn peaks_skipped(&self) -> Option<&'static str>;
 }

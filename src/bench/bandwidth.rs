@@ -10,7 +10,7 @@ use std::hint::black_box;
 
 use super::backend::Parallel;
 use super::clock::{Clock, Sampling};
-use super::report::Bandwidth;
+use super::rows::Bandwidth;
 use super::stats::Summary;
 
 /// The buffer: four times the L3, at least 512 MiB (the reference used 1 GiB).

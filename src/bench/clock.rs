@@ -116,6 +116,13 @@ impl Sampling {
     }
 }
 
+/// How long each timed run of a compute-peak loop lasts, and how many are run.
+#[derive(Debug, Clone, Copy)]
+pub struct PeakBudget {
+    pub slice_s: f64,
+    pub runs: usize,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

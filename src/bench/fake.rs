@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use super::backend::{Backend, BenchPath, KernelInfo, Parallel, Phase, Scheme, Unit};
+use super::backend::{Backend, KernelInfo, KernelPath, Parallel, Phase, Scheme, Unit};
 use super::clock::FakeClock;
 use super::workload::GROUP;
 use crate::kernels::bf16::Bf16;
@@ -47,16 +47,16 @@ impl Parallel for ScopedPool {
 }
 
 /// Simulated throughput of the fake kernels: (bytes/s streamed, MAC/s).
-fn speed(path: BenchPath) -> (f64, f64) {
+fn speed(path: KernelPath) -> (f64, f64) {
     match path {
-        BenchPath::W4a8 => (20e9, 400e9),
-        BenchPath::W4a16 => (20e9, 150e9),
-        BenchPath::Bf16 => (20e9, 250e9),
+        KernelPath::W4A8 => (20e9, 400e9),
+        KernelPath::W4A16 => (20e9, 150e9),
+        KernelPath::Bf16 => (20e9, 250e9),
     }
 }
 
 pub struct FakeWeights {
-    path: BenchPath,
+    path: KernelPath,
     n: usize,
     k: usize,
     /// The dequantized matrix when built from real data, `None` for timing-only buffers.
@@ -72,7 +72,7 @@ pub struct FakeInput {
 pub struct FakeBackend {
     pool: ScopedPool,
     clock: Arc<FakeClock>,
-    slow: Option<BenchPath>,
+    slow: Option<KernelPath>,
 }
 
 impl FakeBackend {
@@ -85,7 +85,7 @@ impl FakeBackend {
     }
 
     /// Makes `path` four times slower than its default simulated speed.
-    pub fn slowing(mut self, path: Option<BenchPath>) -> FakeBackend {
+    pub fn slowing(mut self, path: Option<KernelPath>) -> FakeBackend {
         self.slow = path;
         self
     }
@@ -106,14 +106,14 @@ impl Parallel for FakeBackend {
 /// The buffer the bandwidth probe reads under the fake executor.
 pub const FAKE_REGION_BYTES: u64 = 1 << 20;
 
-fn kernel(name: &str, path: BenchPath, rank: u32) -> KernelInfo {
+fn kernel(name: &str, path: KernelPath, rank: u32) -> KernelInfo {
     KernelInfo {
         name: name.into(),
         path,
         phases: vec![Phase::Decode, Phase::Prefill],
         // What the simulated speeds stand for (not the scalar reference, which bench
         // keeps out of prefill).
-        unit: if path == BenchPath::W4a8 {
+        unit: if path == KernelPath::W4A8 {
             Unit::Avx2Int8
         } else {
             Unit::Avx2Fma
@@ -166,16 +166,16 @@ impl Backend for FakeBackend {
     type Input = FakeInput;
 
     fn kernels(&self) -> Vec<KernelInfo> {
-        let mut broken = kernel("w4a8-fake-broken", BenchPath::W4a8, 0);
+        let mut broken = kernel("w4a8-fake-broken", KernelPath::W4A8, 0);
         broken.phases = vec![Phase::Decode];
         vec![
             broken,
-            kernel("w4a8-fake", BenchPath::W4a8, 1),
-            kernel("w4a16-fake", BenchPath::W4a16, 1),
-            kernel("bf16-fake", BenchPath::Bf16, 1),
+            kernel("w4a8-fake", KernelPath::W4A8, 1),
+            kernel("w4a16-fake", KernelPath::W4A16, 1),
+            kernel("bf16-fake", KernelPath::Bf16, 1),
             KernelInfo {
                 unavailable: Some("no such unit on any host".into()),
-                ..kernel("w4a8-fake-missing", BenchPath::W4a8, 0)
+                ..kernel("w4a8-fake-missing", KernelPath::W4A8, 0)
             },
         ]
     }
@@ -190,7 +190,7 @@ impl Backend for FakeBackend {
 
     fn pack(
         &self,
-        path: BenchPath,
+        path: KernelPath,
         w: &[f32],
         n: usize,
         k: usize,
@@ -201,7 +201,7 @@ impl Backend for FakeBackend {
             "fake pack: bad shape {n}x{k}"
         );
         let dequant = match path {
-            BenchPath::Bf16 => w.iter().map(|&v| bf16_round(v)).collect(),
+            KernelPath::Bf16 => w.iter().map(|&v| bf16_round(v)).collect(),
             _ => w
                 .chunks(k)
                 .flat_map(|row| int4_round_trip(row, scheme))
@@ -217,7 +217,7 @@ impl Backend for FakeBackend {
 
     fn synthetic(
         &self,
-        path: BenchPath,
+        path: KernelPath,
         n: usize,
         k: usize,
         _seed: u64,
@@ -248,10 +248,10 @@ impl Backend for FakeBackend {
         .bytes(w.path) as usize
     }
 
-    fn input(&self, path: BenchPath, x: &[f32], m: usize, k: usize) -> anyhow::Result<FakeInput> {
+    fn input(&self, path: KernelPath, x: &[f32], m: usize, k: usize) -> anyhow::Result<FakeInput> {
         anyhow::ensure!(x.len() == m * k, "fake input: bad shape {m}x{k}");
         let x = match path {
-            BenchPath::W4a8 => x.chunks(k).flat_map(int8_round_trip).collect(),
+            KernelPath::W4A8 => x.chunks(k).flat_map(int8_round_trip).collect(),
             _ => x.iter().map(|&v| bf16_round(v)).collect(),
         };
         Ok(FakeInput { m, k, x })
@@ -299,6 +299,18 @@ impl Backend for FakeBackend {
 
     fn amx_ready(&self) -> Result<(), String> {
         Err("the fake executor runs no AMX".into())
+    }
+
+    fn executor(&self) -> &'static str {
+        "fake"
+    }
+
+    fn bandwidth_bytes(&self, _l3_bytes: u64) -> u64 {
+        FAKE_REGION_BYTES
+    }
+
+    fn peaks_skipped(&self) -> Option<&'static str> {
+        Some("fake executor: not measured")
     }
 }
 

@@ -12,9 +12,10 @@
 //! The f32 reference is computed once and shared by every path; the quantized side runs
 //! the path's real kernel on weights packed by the real quantizer.
 
-use super::backend::{Backend, BenchPath, KernelInfo, Parallel, Phase, Scheme};
-use super::report::FidelityRow;
+use super::backend::{Backend, KernelInfo, KernelPath, Parallel, Phase, Scheme};
+use super::request::Effort;
 use super::rng::Rng;
+use super::rows::FidelityRow;
 use super::workload::Gemm;
 
 /// Sizes of the fidelity check.
@@ -29,8 +30,8 @@ pub struct FidelitySize {
 }
 
 impl FidelitySize {
-    pub fn for_run(vocab: usize, quick: bool) -> FidelitySize {
-        if quick {
+    pub fn for_run(vocab: usize, effort: Effort) -> FidelitySize {
+        if effort.is_quick() {
             FidelitySize {
                 tokens: 8,
                 vocab: vocab.min(2048),
@@ -192,7 +193,7 @@ impl Reference {
     pub fn measure<B: Backend>(
         &self,
         backend: &B,
-        path: BenchPath,
+        path: KernelPath,
         kernel: &KernelInfo,
         scheme: Scheme,
     ) -> anyhow::Result<FidelityRow> {
@@ -225,10 +226,10 @@ impl Reference {
             .count();
         Ok(FidelityRow {
             path,
-            scheme: if path == BenchPath::Bf16 {
+            scheme: if path == KernelPath::Bf16 {
                 "bf16".into()
             } else {
-                scheme.as_str().into()
+                scheme.full_name().into()
             },
             kernel: kernel.name.clone(),
             rel_error,
@@ -245,7 +246,7 @@ impl Reference {
 #[allow(clippy::too_many_arguments)]
 fn run<B: Backend>(
     backend: &B,
-    path: BenchPath,
+    path: KernelPath,
     kernel: &KernelInfo,
     scheme: Scheme,
     w: &[f32],

@@ -58,13 +58,11 @@ fn l3_from_cpuid() -> Option<u64> {
     None
 }
 
-/// What the profile lets a run hold: available memory, capped by the cgroup limit.
+/// What the profile lets a run hold: the profile's RAM budget
+/// ([`Memory::ram_budget`](crate::profile::Memory::ram_budget), the same one
+/// `plan --model` uses on CPUs).
 pub fn memory_budget(profile: &Profile) -> Option<u64> {
-    let m = &profile.memory;
-    match (m.available_bytes.or(m.total_bytes), m.limit_bytes) {
-        (Some(a), Some(l)) => Some(a.min(l)),
-        (a, l) => a.or(l),
-    }
+    profile.memory.ram_budget().map(|b| b.bytes())
 }
 
 /// Peak resident set of this process (`VmHWM`), when the kernel reports it.

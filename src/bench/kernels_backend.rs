@@ -7,10 +7,10 @@
 //! prefill variants) against the scalar reference, with the per-path tolerances every
 //! kernel test uses.
 
-use super::backend::{Backend, BenchPath, KernelInfo, Parallel, Phase, Scheme, Unit};
+use super::backend::{Backend, KernelInfo, KernelPath, Parallel, Phase, Scheme};
 use super::rng::Rng;
 use crate::kernels::bf16::to_bf16_vec;
-use crate::kernels::registry::{self, KernelPath, Ready};
+use crate::kernels::registry::{self, Ready};
 use crate::kernels::{Bf16, Bf16Rows, PackedBf16, PackedW4, QuantActs, ThreadPool, cpu};
 use crate::kernels::{verify, weights};
 
@@ -39,40 +39,8 @@ impl KernelsBackend {
     }
 }
 
-fn to_path(p: KernelPath) -> BenchPath {
-    match p {
-        KernelPath::W4A8 => BenchPath::W4a8,
-        KernelPath::W4A16 => BenchPath::W4a16,
-        KernelPath::Bf16 => BenchPath::Bf16,
-    }
-}
-
-/// The roofline unit of a variant, from its path and ISA family.
-pub fn unit_for(path: BenchPath, isa: &str) -> Unit {
-    let isa = isa.to_ascii_lowercase();
-    match path {
-        BenchPath::W4a8 if isa.contains("amx") => Unit::AmxInt8,
-        BenchPath::W4a8 if isa.contains("avx512") => Unit::Avx512Vnni,
-        BenchPath::W4a8 if isa.contains("avxvnni") || isa.contains("avx-vnni") => Unit::AvxVnni,
-        BenchPath::W4a8 if isa.contains("avx2") => Unit::Avx2Int8,
-        _ if isa.contains("amx") => Unit::AmxBf16,
-        _ if isa.contains("avx512bf16") => Unit::Avx512Bf16,
-        _ if isa.contains("avx512") => Unit::Avx512Fma,
-        _ if isa.contains("avx") => Unit::Avx2Fma,
-        _ if ["neon", "dotprod", "i8mm", "bf16"].contains(&isa.as_str()) => Unit::Neon,
-        _ => Unit::Scalar,
-    }
-}
-
 fn ready(kernel: &KernelInfo) -> anyhow::Result<Ready> {
     Ok(registry::by_name(&kernel.name)?.ready()?)
-}
-
-fn kscheme(s: Scheme) -> weights::Scheme {
-    match s {
-        Scheme::Symmetric => weights::Scheme::Symmetric,
-        Scheme::Asymmetric => weights::Scheme::Asymmetric,
-    }
 }
 
 impl Parallel for KernelsBackend {
@@ -93,21 +61,16 @@ impl Backend for KernelsBackend {
         registry::all()
             .iter()
             .map(|v| {
-                let path = to_path(v.path());
+                let path = v.path();
                 let missing = v.missing();
                 KernelInfo {
                     name: v.name.to_string(),
                     path,
                     phases: [Phase::Decode, Phase::Prefill]
                         .into_iter()
-                        .filter(|p| {
-                            v.serves(match p {
-                                Phase::Decode => registry::Phase::Decode,
-                                Phase::Prefill => registry::Phase::Prefill,
-                            })
-                        })
+                        .filter(|&p| v.serves(p))
                         .collect(),
-                    unit: unit_for(path, v.isa),
+                    unit: v.unit,
                     unavailable: (!missing.is_empty())
                         .then(|| format!("missing {}", missing.join(", "))),
                     rank: v.rank,
@@ -123,20 +86,17 @@ impl Backend for KernelsBackend {
 
     fn pack(
         &self,
-        path: BenchPath,
+        path: KernelPath,
         w: &[f32],
         n: usize,
         k: usize,
         scheme: Scheme,
     ) -> anyhow::Result<Packed> {
         Ok(match path {
-            BenchPath::W4a8 | BenchPath::W4a16 => Packed::W4(PackedW4::pack(&weights::quantize(
-                w,
-                n,
-                k,
-                kscheme(scheme),
-            )?)),
-            BenchPath::Bf16 => {
+            KernelPath::W4A8 | KernelPath::W4A16 => {
+                Packed::W4(PackedW4::pack(&weights::quantize(w, n, k, scheme)?))
+            }
+            KernelPath::Bf16 => {
                 anyhow::ensure!(
                     w.len() == n * k,
                     "bf16 weights hold {} values, {n}x{k} needs {}",
@@ -148,13 +108,13 @@ impl Backend for KernelsBackend {
         })
     }
 
-    fn synthetic(&self, path: BenchPath, n: usize, k: usize, seed: u64) -> anyhow::Result<Packed> {
+    fn synthetic(&self, path: KernelPath, n: usize, k: usize, seed: u64) -> anyhow::Result<Packed> {
         weights::check_shape(n, k)?;
         let mut rng = Rng::new(seed);
         Ok(match path {
             // Generated directly in packed form: no unpacked staging.
-            BenchPath::W4a8 | BenchPath::W4a16 => Packed::W4(PackedW4::random(n, k, seed)?),
-            BenchPath::Bf16 => {
+            KernelPath::W4A8 | KernelPath::W4A16 => Packed::W4(PackedW4::random(n, k, seed)?),
+            KernelPath::Bf16 => {
                 let mut w = Vec::with_capacity(n * k);
                 while w.len() < n * k {
                     let mut r = rng.next_u64();
@@ -183,10 +143,10 @@ impl Backend for KernelsBackend {
         }
     }
 
-    fn input(&self, path: BenchPath, x: &[f32], m: usize, k: usize) -> anyhow::Result<Acts> {
+    fn input(&self, path: KernelPath, x: &[f32], m: usize, k: usize) -> anyhow::Result<Acts> {
         let data = to_bf16_vec(x);
         Ok(match path {
-            BenchPath::W4a8 => Acts::Quant(QuantActs::quantize(Bf16Rows::new(&data, m, k)?)?),
+            KernelPath::W4A8 => Acts::Quant(QuantActs::quantize(Bf16Rows::new(&data, m, k)?)?),
             _ => {
                 Bf16Rows::new(&data, m, k)?;
                 Acts::Bf16 { data, m, k }
@@ -203,11 +163,11 @@ impl Backend for KernelsBackend {
     ) -> anyhow::Result<()> {
         let r = ready(kernel)?;
         match (kernel.path, w, x) {
-            (BenchPath::W4a8, Packed::W4(w), Acts::Quant(a)) => r.w4a8(&self.pool, w, a, out)?,
-            (BenchPath::W4a16, Packed::W4(w), Acts::Bf16 { data, m, k }) => {
+            (KernelPath::W4A8, Packed::W4(w), Acts::Quant(a)) => r.w4a8(&self.pool, w, a, out)?,
+            (KernelPath::W4A16, Packed::W4(w), Acts::Bf16 { data, m, k }) => {
                 r.w4a16(&self.pool, w, Bf16Rows::new(data, *m, *k)?, out)?
             }
-            (BenchPath::Bf16, Packed::Bf16(w), Acts::Bf16 { data, m, k }) => {
+            (KernelPath::Bf16, Packed::Bf16(w), Acts::Bf16 { data, m, k }) => {
                 r.bf16(&self.pool, w, Bf16Rows::new(data, *m, *k)?, out)?
             }
             (path, _, _) => anyhow::bail!(
@@ -221,25 +181,23 @@ impl Backend for KernelsBackend {
     fn amx_ready(&self) -> Result<(), String> {
         cpu::amx_permission().map_err(|missing| format!("missing {missing}"))
     }
+
+    fn executor(&self) -> &'static str {
+        "real"
+    }
+
+    fn bandwidth_bytes(&self, l3_bytes: u64) -> u64 {
+        super::bandwidth::buffer_bytes(l3_bytes)
+    }
+
+    fn peaks_skipped(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn units_follow_path_and_isa() {
-        assert_eq!(unit_for(BenchPath::W4a8, "amx"), Unit::AmxInt8);
-        assert_eq!(unit_for(BenchPath::W4a8, "avx512"), Unit::Avx512Vnni);
-        assert_eq!(unit_for(BenchPath::W4a8, "avxvnni"), Unit::AvxVnni);
-        assert_eq!(unit_for(BenchPath::W4a8, "avx2"), Unit::Avx2Int8);
-        assert_eq!(unit_for(BenchPath::W4a16, "amx"), Unit::AmxBf16);
-        assert_eq!(unit_for(BenchPath::Bf16, "avx512"), Unit::Avx512Fma);
-        assert_eq!(unit_for(BenchPath::W4a16, "avx512bf16"), Unit::Avx512Bf16);
-        assert_eq!(unit_for(BenchPath::W4a16, "avx2"), Unit::Avx2Fma);
-        assert_eq!(unit_for(BenchPath::Bf16, "scalar"), Unit::Scalar);
-        assert_eq!(unit_for(BenchPath::W4a8, "dotprod"), Unit::Neon);
-    }
 
     #[test]
     fn every_available_variant_passes_the_gate_and_synthetic_weights_run() {

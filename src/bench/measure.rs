@@ -4,10 +4,10 @@
 //! Activations are prepared (quantized for W4A8) once per distinct K before timing: the
 //! figures are the GEMMs alone, which is also what the study's "GEMM/step" counted.
 
-use super::backend::{Backend, BenchPath, KernelInfo, Phase, Unit};
+use super::backend::{Backend, KernelInfo, KernelPath, Phase, Unit};
 use super::clock::{Clock, Sampling, Seconds};
-use super::report::ResultRow;
 use super::rng::Rng;
+use super::rows::ResultRow;
 use super::stats::Summary;
 use super::workload::{DecodePlan, Workload};
 
@@ -15,7 +15,7 @@ use super::workload::{DecodePlan, Workload};
 /// W4A8 and W4A16 share one packed layout, so one rotation serves both.
 pub struct Rotation<W> {
     /// The path it was packed for.
-    pub path: BenchPath,
+    pub path: KernelPath,
     pub layers: Vec<Vec<W>>,
     pub head: W,
 }
@@ -25,7 +25,7 @@ impl<W> Rotation<W> {
     /// fresh memory, so no two instances share a buffer.
     pub fn build<B: Backend<Weights = W>>(
         backend: &B,
-        path: BenchPath,
+        path: KernelPath,
         w: &Workload,
         instances: usize,
         seed: u64,
@@ -46,7 +46,7 @@ impl<W> Rotation<W> {
     }
 
     /// Whether this rotation can serve `path` with `instances` layers.
-    pub fn serves(&self, path: BenchPath, instances: usize) -> bool {
+    pub fn serves(&self, path: KernelPath, instances: usize) -> bool {
         self.path.shares_layout(path) && self.layers.len() == instances
     }
 
@@ -66,7 +66,7 @@ struct Inputs<I> {
 impl<I> Inputs<I> {
     fn new<B: Backend<Input = I>>(
         backend: &B,
-        path: BenchPath,
+        path: KernelPath,
         w: &Workload,
         m: usize,
         seed: u64,
@@ -204,7 +204,7 @@ pub struct Roofs<'a> {
 
 /// What a row describes besides its samples.
 pub struct RowSpec<'a> {
-    pub path: BenchPath,
+    pub path: KernelPath,
     pub phase: Phase,
     pub tokens: usize,
     pub kernel: &'a KernelInfo,
@@ -218,7 +218,7 @@ pub struct RowSpec<'a> {
 /// Turns step samples into a report row.
 pub fn row(spec: RowSpec<'_>, samples: &[Seconds], roofs: &Roofs<'_>) -> anyhow::Result<ResultRow> {
     let s = Summary::of(samples)
-        .ok_or_else(|| anyhow::anyhow!("no samples for {} {}", spec.path, spec.phase.as_str()))?;
+        .ok_or_else(|| anyhow::anyhow!("no samples for {} {}", spec.path, spec.phase.name()))?;
     let step = s.median.max(1e-12);
     let ms = s.scaled(1e3);
     let weight_gbps = spec.weight_bytes as f64 / step / 1e9;
@@ -298,7 +298,7 @@ mod tests {
             scale: 2.0,
             working_set_bytes: 0,
         };
-        let rot = Rotation::build(&b, BenchPath::W4a8, &w, 2, 1).unwrap();
+        let rot = Rotation::build(&b, KernelPath::W4A8, &w, 2, 1).unwrap();
         assert_eq!(rot.layers.len(), 2);
         let timer = Timer {
             backend: &b,
@@ -314,7 +314,7 @@ mod tests {
         let samples = timer.decode(&kernel, &rot, plan).unwrap();
         assert_eq!(samples.len(), 3);
         // Fake W4A8: bytes / 20 GB/s + MACs / 400 GMAC/s per GEMM.
-        let cost = |g: &Gemm| g.bytes(BenchPath::W4a8) as f64 / 20e9 + g.params() as f64 / 400e9;
+        let cost = |g: &Gemm| g.bytes(KernelPath::W4A8) as f64 / 20e9 + g.params() as f64 / 400e9;
         let layer: f64 = w.per_layer.iter().map(cost).sum();
         let expect = 4.0 * layer + cost(&w.lm_head);
         assert!(
@@ -329,7 +329,7 @@ mod tests {
     fn rows_carry_rooflines() {
         let kernel = KernelInfo {
             name: "k".into(),
-            path: BenchPath::W4a8,
+            path: KernelPath::W4A8,
             phases: vec![Phase::Decode],
             unit: Unit::Avx2Int8,
             unavailable: None,
@@ -341,7 +341,7 @@ mod tests {
             peak_tmacs: &peak,
         };
         let spec = RowSpec {
-            path: BenchPath::W4a8,
+            path: KernelPath::W4A8,
             phase: Phase::Decode,
             tokens: 1,
             kernel: &kernel,

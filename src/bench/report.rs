@@ -8,11 +8,11 @@
 
 use std::fmt::Write as _;
 
-use comfy_table::{Table, presets::ASCII_MARKDOWN};
 use serde::Serialize;
 
-use super::backend::{BenchPath, Phase, Unit};
+use super::rows::{Bandwidth, FidelityRow, KernelCheck, Peak, ResultRow};
 use super::verdict::Verdict;
+use crate::output;
 use crate::profile::Tool;
 
 /// Major version of the bench JSON.
@@ -65,25 +65,6 @@ pub struct ModelInfo {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Bandwidth {
-    /// The best repeat: the roofline.
-    pub gbps: f64,
-    pub gbps_median: f64,
-    pub gbps_min: f64,
-    pub buffer_bytes: u64,
-    pub repeats: usize,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Peak {
-    pub unit: Unit,
-    /// Tera multiply-accumulates per second, all threads; `null` when skipped.
-    pub tmacs: Option<f64>,
-    /// Why it was not measured (ISA or OS permission missing).
-    pub skipped: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
 pub struct MemoryUse {
     /// The most bytes the run was sized to hold at once (weights, staging, activations,
     /// probe buffers), checked against the budget before anything was allocated.
@@ -94,107 +75,19 @@ pub struct MemoryUse {
     pub budget_bytes: Option<u64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct KernelCheck {
-    pub name: String,
-    pub path: BenchPath,
-    pub phases: Vec<Phase>,
-    pub unit: Unit,
-    /// `passed`, `failed`, `unavailable` or `not_run` (not needed for the chosen paths).
-    pub status: String,
-    pub detail: Option<String>,
-}
-
-/// One path in one phase: the contract's `results[]` entry.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ResultRow {
-    pub path: BenchPath,
-    pub phase: Phase,
-    /// Tokens per step (1 for decode).
-    pub tokens: usize,
-    pub kernel: String,
-    /// Median milliseconds per model step (GEMMs only).
-    pub step_ms: f64,
-    pub step_ms_min: f64,
-    pub step_ms_max: f64,
-    /// Median absolute deviation of the step time.
-    pub step_ms_mad: f64,
-    pub repeats: usize,
-    /// Tokens per second from the GEMMs alone: an upper bound for the whole model.
-    pub tokens_per_s: f64,
-    /// Weight bytes one step reads.
-    pub weight_bytes: u64,
-    /// Weight bytes per second (decode: the streaming rate that matters).
-    pub weight_gbps: f64,
-    /// `weight_gbps` as a share of the measured memory bandwidth (decode).
-    pub bandwidth_pct: Option<f64>,
-    /// Multiply-accumulates per step.
-    pub macs: u64,
-    pub tmacs: f64,
-    /// The unit whose peak is the roofline, and the share of it reached.
-    pub peak_unit: Unit,
-    pub peak_pct: Option<f64>,
-    /// Decoder layers timed (the rest of the step is extrapolated from them).
-    pub layers_measured: usize,
-    /// Weight bytes the timed rotation walks through (decode: larger than the L3).
-    pub working_set_bytes: u64,
-    /// The other verified kernels raced for this path and phase, slowest last.
-    pub alternatives: Vec<Alternative>,
-}
-
-/// A kernel that lost the race for a path and phase.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Alternative {
-    pub kernel: String,
-    pub step_ms: f64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FidelityRow {
-    pub path: BenchPath,
-    /// `symmetric`, `asymmetric` (int4 weights) or `bf16`.
-    pub scheme: String,
-    pub kernel: String,
-    /// ‖y − y_f32‖ / ‖y_f32‖ over one layer's output.
-    pub rel_error: f64,
-    pub cosine: f64,
-    /// Share of hidden states whose argmax over the lm_head logits matches f32.
-    pub top1_agreement: f64,
-    /// Rows of the random lm_head used for the top-1 check (may be below the vocab).
-    pub top1_vocab: usize,
-    pub top1_states: usize,
-    /// The layer whose output was compared, as `name NxK`.
-    pub layer: String,
-}
-
-fn fmt_ms(ms: f64) -> String {
-    if ms >= 100.0 {
-        format!("{ms:.0}")
-    } else if ms >= 1.0 {
-        format!("{ms:.2}")
-    } else {
-        format!("{ms:.3}")
-    }
-}
-
-fn fmt_opt_pct(p: Option<f64>) -> String {
-    p.map_or_else(|| "-".to_string(), |p| format!("{p:.0}%"))
-}
-
-/// Bytes in MiB below a GiB, else GiB with two decimals.
-pub fn fmt_bytes(b: u64) -> String {
-    let mib = b as f64 / (1024.0 * 1024.0);
-    if mib >= 1024.0 {
-        format!("{:.2} GiB", mib / 1024.0)
-    } else {
-        format!("{mib:.0} MiB")
-    }
-}
-
 impl BenchReport {
     /// The human rendering: a header, the results, fidelity and kernel tables, the verdict.
     pub fn to_table(&self) -> String {
         let mut out = String::new();
+        self.write_header(&mut out);
+        self.write_results(&mut out);
+        self.write_fidelity(&mut out);
+        self.write_verdict(&mut out);
+        out
+    }
+
+    /// The run: model, threads, L3, executor, bandwidth, peaks, memory.
+    fn write_header(&self, out: &mut String) {
         let bw = self
             .bandwidth
             .as_ref()
@@ -204,7 +97,7 @@ impl BenchReport {
                     b.gbps,
                     b.gbps_median,
                     b.gbps_min,
-                    fmt_bytes(b.buffer_bytes)
+                    output::bytes(b.buffer_bytes)
                 )
             });
         let _ = writeln!(
@@ -214,7 +107,7 @@ impl BenchReport {
             self.model.layers,
             self.threads,
             if self.quick { ", quick" } else { "" },
-            fmt_bytes(self.host.l3_bytes),
+            output::bytes(self.host.l3_bytes),
             self.host.l3_source
         );
         if self.executor != "real" {
@@ -238,34 +131,41 @@ impl BenchReport {
         let _ = writeln!(
             out,
             "memory: planned peak {}, resident peak {}, budget {}",
-            fmt_bytes(self.memory.planned_peak_bytes),
+            output::bytes(self.memory.planned_peak_bytes),
             self.memory
                 .rss_peak_bytes
-                .map_or("unknown".to_string(), fmt_bytes),
+                .map_or("unknown".to_string(), output::bytes),
             self.memory
                 .budget_bytes
-                .map_or("an unknown budget".to_string(), fmt_bytes)
+                .map_or("an unknown budget".to_string(), output::bytes)
         );
         out.push('\n');
+    }
 
-        let mut table = Table::new();
-        table.load_style(ASCII_MARKDOWN).set_header(vec![
+    /// The results table and who won each race.
+    fn write_results(&self, out: &mut String) {
+        let mut table = output::table();
+        table.set_header(vec![
             "path", "phase", "tokens", "kernel", "ms/step", "min-max", "tok/s", "GB/s", "% bw",
             "TMAC/s", "% peak", "layers",
         ]);
         for r in &self.results {
             table.add_row(vec![
                 r.path.to_string(),
-                r.phase.as_str().to_string(),
+                r.phase.name().to_string(),
                 r.tokens.to_string(),
                 r.kernel.clone(),
-                fmt_ms(r.step_ms),
-                format!("{}-{}", fmt_ms(r.step_ms_min), fmt_ms(r.step_ms_max)),
+                output::ms(r.step_ms),
+                format!(
+                    "{}-{}",
+                    output::ms(r.step_ms_min),
+                    output::ms(r.step_ms_max)
+                ),
                 format!("{:.1}", r.tokens_per_s),
                 format!("{:.1}", r.weight_gbps),
-                fmt_opt_pct(r.bandwidth_pct),
+                output::percent(r.bandwidth_pct),
                 format!("{:.3}", r.tmacs),
-                fmt_opt_pct(r.peak_pct),
+                output::percent(r.peak_pct),
                 format!("{}/{}", r.layers_measured, self.model.layers),
             ]);
         }
@@ -274,22 +174,25 @@ impl BenchReport {
             let others: Vec<String> = r
                 .alternatives
                 .iter()
-                .map(|a| format!("{} {} ms", a.kernel, fmt_ms(a.step_ms)))
+                .map(|a| format!("{} {} ms", a.kernel, output::ms(a.step_ms)))
                 .collect();
             let _ = writeln!(
                 out,
                 "{} {}: {} won the race against {}",
                 r.path,
-                r.phase.as_str(),
+                r.phase.name(),
                 r.kernel,
                 others.join(", ")
             );
         }
         out.push('\n');
+    }
 
+    /// The fidelity table, when fidelity was measured.
+    fn write_fidelity(&self, out: &mut String) {
         if !self.fidelity.is_empty() {
-            let mut table = Table::new();
-            table.load_style(ASCII_MARKDOWN).set_header(vec![
+            let mut table = output::table();
+            table.set_header(vec![
                 "path",
                 "scheme",
                 "kernel",
@@ -316,7 +219,10 @@ impl BenchReport {
             }
             let _ = writeln!(out, "{table}\n");
         }
+    }
 
+    /// Failed kernels, the verdict and the notes.
+    fn write_verdict(&self, out: &mut String) {
         let problems: Vec<&KernelCheck> = self
             .kernels
             .iter()
@@ -337,24 +243,5 @@ impl BenchReport {
         for note in &self.notes {
             let _ = writeln!(out, "note: {note}");
         }
-        out
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn formats_milliseconds_by_magnitude() {
-        assert_eq!(fmt_ms(123.4), "123");
-        assert_eq!(fmt_ms(5.914), "5.91");
-        assert_eq!(fmt_ms(0.0824), "0.082");
-    }
-
-    #[test]
-    fn formats_bytes_in_binary_units() {
-        assert_eq!(fmt_bytes(32 * 1024 * 1024), "32 MiB");
-        assert_eq!(fmt_bytes(3 * 1024 * 1024 * 1024 / 2), "1.50 GiB");
     }
 }

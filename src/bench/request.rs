@@ -1,26 +1,73 @@
-//! The resolved bench request: what the user asked for, checked, with no clap types.
-//!
-//! Flag values that clap accepted but bench cannot use (`--threads 0`, an unknown path
-//! in `--paths`, `--prefill-tokens 0`) are usage errors (exit 2) naming the flag.
+//! The resolved bench request: what the user asked for, checked (by `cli::resolve`),
+//! with no clap types; and the thread count it resolves to on this host.
 
 use std::path::PathBuf;
 
-use super::backend::BenchPath;
-use crate::cli::{BenchArgs, BenchFormat, Priority};
-use crate::error::{Coded, Exit};
-
-/// The environment variable that swaps in the fake executor (tests only).
-pub const EXECUTOR_ENV: &str = "EDGEPLAN_BENCH_EXECUTOR";
+use super::backend::KernelPath;
+use super::clock::{PeakBudget, Sampling};
+use crate::error::usage;
+use crate::profile::Priority;
 
 /// Largest prefill accepted: beyond it a step takes minutes on a small CPU.
 pub const MAX_PREFILL_TOKENS: usize = 8192;
 
+/// How hard to measure: `--quick`, resolved once. Every knob that `--quick` turns (the
+/// sampling policies, the peak budget, the decode layers, the fidelity sizes) reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Executor {
-    Real,
-    /// Simulated GEMMs on a virtual clock; `Some(path)` makes that path 4x slower (to
-    /// test a contradicted plan end to end).
-    Fake(Option<BenchPath>),
+pub enum Effort {
+    Full,
+    Quick,
+}
+
+/// Sampling policies of the timed stages.
+#[derive(Debug, Clone, Copy)]
+pub struct Policies {
+    pub bandwidth: Sampling,
+    pub decode: Sampling,
+    pub prefill: Sampling,
+}
+
+impl Effort {
+    pub fn is_quick(self) -> bool {
+        self == Effort::Quick
+    }
+
+    /// Repeats and time budgets of the bandwidth probe, decode and prefill.
+    pub fn policies(self) -> Policies {
+        let s = |warmup, min_repeats, max_repeats, budget| Sampling {
+            warmup,
+            min_repeats,
+            max_repeats,
+            budget,
+        };
+        match self {
+            Effort::Quick => Policies {
+                bandwidth: s(1, 3, 5, 0.3),
+                decode: s(1, 3, 3, 0.3),
+                // The decode rotation already touched the layer prefill reuses.
+                prefill: s(0, 2, 2, 0.0),
+            },
+            Effort::Full => Policies {
+                bandwidth: s(1, 5, 10, 1.0),
+                decode: s(1, 5, 15, 1.5),
+                prefill: s(1, 3, 7, 1.5),
+            },
+        }
+    }
+
+    /// Short slices, best of many: on a shared host some slice runs unpreempted.
+    pub fn peak_budget(self) -> PeakBudget {
+        match self {
+            Effort::Quick => PeakBudget {
+                slice_s: 0.004,
+                runs: 5,
+            },
+            Effort::Full => PeakBudget {
+                slice_s: 0.005,
+                runs: 9,
+            },
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -28,91 +75,23 @@ pub struct BenchRequest {
     /// A preset name, or the config.json path.
     pub model: ModelSpec,
     /// Paths asked for (empty: all three); the planned one is added later.
-    pub paths: Vec<BenchPath>,
+    pub paths: Vec<KernelPath>,
     pub kernel: Option<String>,
     pub list_kernels: bool,
     pub prefill_tokens: usize,
     pub threads: Option<usize>,
-    pub quick: bool,
+    pub effort: Effort,
     pub profile: Option<PathBuf>,
     pub priority: Priority,
     pub strict: bool,
     pub save: Option<PathBuf>,
     pub json: bool,
-    pub executor: Executor,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum ModelSpec {
     Preset(String),
     Config(PathBuf),
-}
-
-/// A usage error (exit 2) with the given line.
-pub fn usage(message: impl Into<String>) -> anyhow::Error {
-    Coded {
-        exit: Exit::Usage,
-        message: message.into(),
-    }
-    .into()
-}
-
-impl BenchRequest {
-    pub fn from_args(args: BenchArgs) -> anyhow::Result<BenchRequest> {
-        let mut paths = Vec::new();
-        for p in &args.paths {
-            if p.trim().is_empty() {
-                continue;
-            }
-            let path = BenchPath::parse(p).ok_or_else(|| {
-                usage(format!(
-                    "--paths: unknown path {p:?}; use w4a8, w4a16 or bf16 (comma-separated)"
-                ))
-            })?;
-            if !paths.contains(&path) {
-                paths.push(path);
-            }
-        }
-        if args.threads == Some(0) {
-            return Err(usage("--threads 0: at least one thread is needed"));
-        }
-        if args.prefill_tokens == 0 || args.prefill_tokens > MAX_PREFILL_TOKENS {
-            return Err(usage(format!(
-                "--prefill-tokens {}: use 1..={MAX_PREFILL_TOKENS}",
-                args.prefill_tokens
-            )));
-        }
-        let executor = match std::env::var(EXECUTOR_ENV).as_deref() {
-            Ok("fake") => Executor::Fake(None),
-            Ok("real") | Ok("") | Err(_) => Executor::Real,
-            Ok(other) => match other.strip_prefix("fake-slow-").and_then(BenchPath::parse) {
-                Some(path) => Executor::Fake(Some(path)),
-                None => {
-                    return Err(usage(format!(
-                        "{EXECUTOR_ENV}={other}: use real, fake or fake-slow-PATH"
-                    )));
-                }
-            },
-        };
-        Ok(BenchRequest {
-            model: match args.model_config {
-                Some(path) => ModelSpec::Config(path),
-                None => ModelSpec::Preset(args.model),
-            },
-            paths,
-            kernel: args.kernel,
-            list_kernels: args.list_kernels,
-            prefill_tokens: args.prefill_tokens,
-            threads: args.threads,
-            quick: args.quick,
-            profile: args.profile,
-            priority: args.priority,
-            strict: args.strict,
-            save: args.save,
-            json: args.format == BenchFormat::Json,
-            executor,
-        })
-    }
 }
 
 /// The thread count to use: `--threads` checked against this host's logical CPUs, else
@@ -146,7 +125,7 @@ pub fn resolve_threads(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::exit_for;
+    use crate::error::{Exit, exit_for};
 
     #[test]
     fn threads_default_to_the_profile_capped_by_the_host() {

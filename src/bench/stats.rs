@@ -36,6 +36,7 @@ impl Summary {
         })
     }
 
+    #[cfg(test)]
     /// The MAD relative to the median (0 when the median is 0).
     pub fn relative_spread(&self) -> f64 {
         if self.median > 0.0 {

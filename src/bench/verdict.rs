@@ -3,9 +3,10 @@
 //! Pure logic over the report's rows, so it is unit-tested with injected figures.
 //!
 //! Definitions (also in docs/performance.md):
-//! - The planned path name maps to a bench path: `w4a8*` -> w4a8, `w4a16*` -> w4a16,
-//!   `bf16*`/`fp16*` -> bf16. Anything else (an NPU export such as `export-qnn-w8a16`, a
-//!   GPU path) has no bench path: status `not_applicable`, never a contradiction.
+//! - The planned path comes with the bench path that measures it (the catalog's
+//!   `bench_path`: w4a8-amx -> w4a8, w4a16-tinygemm -> w4a16, bf16 and fp16 -> bf16).
+//!   A path without one (an NPU export such as `export-qnn-w8a16`) has no bench path:
+//!   status `not_applicable`, never a contradiction.
 //! - Two step times are *tied* when the slower median exceeds the faster by no more than
 //!   the noise: `max(3 % of the faster, 2 · SE)`, where SE, the standard error of the
 //!   difference of two medians, is `1.2533 · 1.4826 · sqrt(MAD_a²/n_a + MAD_b²/n_b)`.
@@ -23,8 +24,8 @@
 
 use serde::Serialize;
 
-use super::backend::{BenchPath, Phase};
-use super::report::{FidelityRow, ResultRow};
+use super::backend::{KernelPath, Phase};
+use super::rows::{FidelityRow, ResultRow};
 use super::stats::MAD_TO_SIGMA;
 
 /// Smallest relative gap treated as real, whatever the repeats say.
@@ -41,11 +42,25 @@ pub enum Status {
     NotApplicable,
 }
 
+impl Status {
+    /// The JSON spelling (`not_applicable`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Confirmed => "confirmed",
+            Status::Contradicted => "contradicted",
+            Status::Inconclusive => "inconclusive",
+            Status::NotApplicable => "not_applicable",
+        }
+    }
+}
+
 /// The plan as the verdict needs it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlanInput {
     /// The catalog path name (`w4a8-amx`, `w4a16-tinygemm`, ...).
     pub name: String,
+    /// The bench path that measures it (the catalog's `bench_path`), if any.
+    pub bench_path: Option<KernelPath>,
     /// `speed` or `fidelity`.
     pub priority: String,
     /// Where the profile came from (`live probe`, a file name).
@@ -58,9 +73,9 @@ pub struct PlanInput {
 /// The fastest path per phase, by median step time.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Fastest {
-    pub decode: Option<BenchPath>,
+    pub decode: Option<KernelPath>,
     pub decode_step_ms: Option<f64>,
-    pub prefill: Option<BenchPath>,
+    pub prefill: Option<KernelPath>,
     pub prefill_step_ms: Option<f64>,
 }
 
@@ -68,7 +83,7 @@ pub struct Fastest {
 pub struct Verdict {
     /// The planned path name; `null` when no plan could be made.
     pub planned: Option<String>,
-    pub planned_bench_path: Option<BenchPath>,
+    pub planned_bench_path: Option<KernelPath>,
     pub priority: String,
     pub plan_source: String,
     pub fastest: Fastest,
@@ -104,21 +119,7 @@ impl Verdict {
     }
 }
 
-/// Maps a catalog path name to the bench path that measures it.
-pub fn bench_path_for(plan_path: &str) -> Option<BenchPath> {
-    let name = plan_path.to_ascii_lowercase();
-    if name.starts_with("w4a8") {
-        Some(BenchPath::W4a8)
-    } else if name.starts_with("w4a16") {
-        Some(BenchPath::W4a16)
-    } else if name.starts_with("bf16") || name.starts_with("fp16") {
-        Some(BenchPath::Bf16)
-    } else {
-        None
-    }
-}
-
-fn row(results: &[ResultRow], path: BenchPath, phase: Phase) -> Option<&ResultRow> {
+fn row(results: &[ResultRow], path: KernelPath, phase: Phase) -> Option<&ResultRow> {
     results.iter().find(|r| r.path == path && r.phase == phase)
 }
 
@@ -167,7 +168,7 @@ pub struct VerdictInput<'a> {
     pub priority: String,
     pub results: &'a [ResultRow],
     pub fidelity: &'a [FidelityRow],
-    pub failed_paths: &'a [BenchPath],
+    pub failed_paths: &'a [KernelPath],
     /// The kernel each measured path used, to spot a plan naming an ISA the host lacks.
     pub notes: Vec<String>,
 }
@@ -209,7 +210,7 @@ pub fn decide(input: VerdictInput<'_>) -> Verdict {
     v.planned = Some(plan.name.clone());
     v.priority = plan.priority.clone();
     v.plan_source = plan.source.clone();
-    let Some(path) = bench_path_for(&plan.name) else {
+    let Some(path) = plan.bench_path else {
         v.status = Status::NotApplicable;
         v.reason = format!(
             "{} has no bench path (bench measures the CPU w4a8, w4a16 and bf16 kernels only)",
@@ -231,15 +232,45 @@ pub fn decide(input: VerdictInput<'_>) -> Verdict {
     let pd = row(results, path, Phase::Decode);
     let pp = row(results, path, Phase::Prefill);
     if pd.is_none() && pp.is_none() {
-        if input.failed_paths.contains(&path) {
-            v.status = Status::Contradicted;
-            v.reason = format!("every {path} kernel failed its correctness check on this host");
-        } else {
-            v.status = Status::Inconclusive;
-            v.reason = format!("{path} could not be measured on this host (no available kernel)");
-        }
+        unmeasured(&mut v, path, input.failed_paths);
         return v;
     }
+    gaps_and_noise(&mut v, [pd, fd], [pp, fp]);
+    if plan.priority == "fidelity" {
+        decide_fidelity(&mut v, path, input.fidelity);
+    } else {
+        decide_speed(
+            &mut v,
+            path,
+            [(Phase::Decode, pd, fd), (Phase::Prefill, pp, fp)],
+        );
+        if plan.x86_without_amx && path != KernelPath::W4A8 {
+            explain_unroutable_w4a8(&mut v, results, [fd, fp]);
+        }
+    }
+    v.confirmed = v.status == Status::Confirmed;
+    v
+}
+
+/// The planned path has no row: every kernel failed its check (contradicted), or none
+/// could run here (inconclusive).
+fn unmeasured(v: &mut Verdict, path: KernelPath, failed_paths: &[KernelPath]) {
+    if failed_paths.contains(&path) {
+        v.status = Status::Contradicted;
+        v.reason = format!("every {path} kernel failed its correctness check on this host");
+    } else {
+        v.status = Status::Inconclusive;
+        v.reason = format!("{path} could not be measured on this host (no available kernel)");
+    }
+}
+
+/// The planned path's gap to the fastest per phase, and a note when a compared row is
+/// noisy. Each pair is (planned row, fastest row).
+fn gaps_and_noise(
+    v: &mut Verdict,
+    [pd, fd]: [Option<&ResultRow>; 2],
+    [pp, fp]: [Option<&ResultRow>; 2],
+) {
     if let (Some(p), Some(b)) = (pd, fd) {
         v.decode_gap_pct = Some(gap_pct(p, b));
     }
@@ -260,32 +291,18 @@ pub fn decide(input: VerdictInput<'_>) -> Verdict {
             worst * 100.0
         ));
     }
-    if plan.priority == "fidelity" {
-        decide_fidelity(&mut v, path, input.fidelity);
-    } else {
-        decide_speed(
-            &mut v,
-            path,
-            [(Phase::Decode, pd, fd), (Phase::Prefill, pp, fp)],
-        );
-        if plan.x86_without_amx && path != BenchPath::W4a8 {
-            explain_unroutable_w4a8(&mut v, results, [fd, fp]);
-        }
-    }
-    v.confirmed = v.status == Status::Confirmed;
-    v
 }
 
 type PhaseRows<'a> = (Phase, Option<&'a ResultRow>, Option<&'a ResultRow>);
 
-fn decide_speed(v: &mut Verdict, path: BenchPath, phases: [PhaseRows<'_>; 2]) {
+fn decide_speed(v: &mut Verdict, path: KernelPath, phases: [PhaseRows<'_>; 2]) {
     let mut won = Vec::new();
     let mut lost = Vec::new();
     for (phase, planned, best) in phases {
         let (Some(p), Some(b)) = (planned, best) else {
             continue;
         };
-        let name = phase.as_str();
+        let name = phase.name();
         if b.path == path {
             won.push(format!(
                 "{path} is the fastest {name} path ({} ms/step)",
@@ -331,23 +348,23 @@ fn explain_unroutable_w4a8(v: &mut Verdict, results: &[ResultRow], best: [Option
     let beaten_by_w4a8 = best
         .iter()
         .flatten()
-        .any(|b| b.path == BenchPath::W4a8 && !v.confirmed_in.contains(&b.phase));
+        .any(|b| b.path == KernelPath::W4A8 && !v.confirmed_in.contains(&b.phase));
     if !beaten_by_w4a8 {
         return;
     }
     let kernel = results
         .iter()
-        .find(|r| r.path == BenchPath::W4a8 && r.phase == Phase::Decode)
-        .or_else(|| results.iter().find(|r| r.path == BenchPath::W4a8))
+        .find(|r| r.path == KernelPath::W4A8 && r.phase == Phase::Decode)
+        .or_else(|| results.iter().find(|r| r.path == KernelPath::W4A8))
         .map_or("W4A8", |r| r.kernel.as_str());
     v.reason.push_str(&format!(
         "; but vLLM's W4A8 kernel requires AMX (vLLM gates W4A8 on AMX), which this host lacks: the measured w4a8 win is for edgeplan's own {kernel} kernel, which vLLM does not run here, so the plan cannot route to it"
     ));
 }
 
-fn decide_fidelity(v: &mut Verdict, path: BenchPath, fidelity: &[FidelityRow]) {
+fn decide_fidelity(v: &mut Verdict, path: KernelPath, fidelity: &[FidelityRow]) {
     // Compare like with like: the symmetric scheme for int4 paths, the bf16 row for bf16.
-    let pick = |p: BenchPath| -> Option<&FidelityRow> {
+    let pick = |p: KernelPath| -> Option<&FidelityRow> {
         fidelity
             .iter()
             .filter(|f| f.path == p)
@@ -358,7 +375,7 @@ fn decide_fidelity(v: &mut Verdict, path: BenchPath, fidelity: &[FidelityRow]) {
         v.reason = format!("no fidelity figures for {path}");
         return;
     };
-    let rivals: Vec<&FidelityRow> = BenchPath::ALL
+    let rivals: Vec<&FidelityRow> = KernelPath::ALL
         .into_iter()
         .filter(|p| *p != path && p.bits_per_weight() <= path.bits_per_weight())
         .filter_map(pick)
@@ -413,7 +430,7 @@ mod tests {
     use super::*;
     use crate::bench::backend::Unit;
 
-    fn r(path: BenchPath, phase: Phase, ms: f64, mad: f64, kernel: &str) -> ResultRow {
+    fn r(path: KernelPath, phase: Phase, ms: f64, mad: f64, kernel: &str) -> ResultRow {
         ResultRow {
             path,
             phase,
@@ -438,7 +455,7 @@ mod tests {
         }
     }
 
-    fn f(path: BenchPath, scheme: &str, rel: f64) -> FidelityRow {
+    fn f(path: KernelPath, scheme: &str, rel: f64) -> FidelityRow {
         FidelityRow {
             path,
             scheme: scheme.into(),
@@ -453,8 +470,16 @@ mod tests {
     }
 
     fn plan(name: &str, priority: &str) -> Result<PlanInput, String> {
+        // The built-in catalog's bench paths (plan/catalog.toml).
+        let bench_path = match name {
+            "w4a8-amx" => Some(KernelPath::W4A8),
+            "w4a16-tinygemm" => Some(KernelPath::W4A16),
+            "bf16" | "fp16" => Some(KernelPath::Bf16),
+            _ => None,
+        };
         Ok(PlanInput {
             name: name.into(),
+            bench_path,
             priority: priority.into(),
             source: "test".into(),
             x86_without_amx: false,
@@ -476,30 +501,33 @@ mod tests {
         })
     }
 
-    use BenchPath::*;
+    use KernelPath::*;
     use Phase::*;
 
     #[test]
-    fn maps_plan_names_to_bench_paths() {
-        assert_eq!(bench_path_for("w4a8-amx"), Some(W4a8));
-        assert_eq!(bench_path_for("w4a16-tinygemm"), Some(W4a16));
-        assert_eq!(bench_path_for("bf16"), Some(Bf16));
-        assert_eq!(bench_path_for("fp16"), Some(Bf16));
-        assert_eq!(bench_path_for("export-qnn-w8a16"), None);
+    fn status_spelling_matches_the_json() {
+        for s in [
+            Status::Confirmed,
+            Status::Contradicted,
+            Status::Inconclusive,
+            Status::NotApplicable,
+        ] {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
     }
 
     #[test]
     fn speed_plan_confirmed_when_fastest_in_decode() {
         let rows = [
-            r(W4a8, Decode, 40.0, 0.5, "w4a8-amx"),
-            r(W4a16, Decode, 48.0, 0.5, "w4a16-avx512"),
+            r(W4A8, Decode, 40.0, 0.5, "w4a8-amx"),
+            r(W4A16, Decode, 48.0, 0.5, "w4a16-avx512"),
             r(Bf16, Decode, 160.0, 1.0, "bf16-avx512"),
         ];
         let v = decide_with(plan("w4a8-amx", "speed"), &rows, &[]);
         assert_eq!(v.status, Status::Confirmed);
         assert!(v.confirmed);
         assert_eq!(v.confirmed_in, vec![Decode]);
-        assert_eq!(v.fastest.decode, Some(W4a8));
+        assert_eq!(v.fastest.decode, Some(W4A8));
         assert_eq!(v.decode_gap_pct, Some(0.0));
         assert!(v.reason.contains("fastest decode"), "{}", v.reason);
     }
@@ -508,8 +536,8 @@ mod tests {
     fn speed_plan_confirmed_when_tied_within_noise() {
         // 2 % slower: under the 3 % floor.
         let rows = [
-            r(W4a8, Decode, 51.0, 0.1, "a"),
-            r(W4a16, Decode, 50.0, 0.1, "b"),
+            r(W4A8, Decode, 51.0, 0.1, "a"),
+            r(W4A16, Decode, 50.0, 0.1, "b"),
         ];
         let v = decide_with(plan("w4a8-amx", "speed"), &rows, &[]);
         assert_eq!(v.status, Status::Confirmed);
@@ -521,16 +549,16 @@ mod tests {
         // 10 % slower, but each path's MAD is 6 % of the step over 5 repeats:
         // 2 * 1.2533 * 1.4826 * sqrt(2 * 9 / 5) = 7.05 ms of noise.
         let rows = [
-            r(W4a8, Decode, 55.0, 3.0, "a"),
-            r(W4a16, Decode, 50.0, 3.0, "b"),
+            r(W4A8, Decode, 55.0, 3.0, "a"),
+            r(W4A16, Decode, 50.0, 3.0, "b"),
         ];
         assert_eq!(
             decide_with(plan("w4a8-amx", "speed"), &rows, &[]).status,
             Status::Confirmed
         );
         let quiet = [
-            r(W4a8, Decode, 55.0, 0.1, "a"),
-            r(W4a16, Decode, 50.0, 0.1, "b"),
+            r(W4A8, Decode, 55.0, 0.1, "a"),
+            r(W4A16, Decode, 50.0, 0.1, "b"),
         ];
         assert_eq!(
             decide_with(plan("w4a8-amx", "speed"), &quiet, &[]).status,
@@ -541,23 +569,23 @@ mod tests {
     #[test]
     fn noisy_rows_flag_the_verdict() {
         let rows = [
-            r(W4a8, Decode, 50.0, 8.0, "a"),
-            r(W4a16, Decode, 60.0, 0.1, "b"),
+            r(W4A8, Decode, 50.0, 8.0, "a"),
+            r(W4A16, Decode, 60.0, 0.1, "b"),
         ];
         let v = decide_with(plan("w4a8-amx", "speed"), &rows, &[]);
         assert!(v.noisy);
         assert!(v.notes.iter().any(|n| n.contains("noisy")), "{:?}", v.notes);
-        let calm = [r(W4a8, Decode, 50.0, 1.0, "a")];
+        let calm = [r(W4A8, Decode, 50.0, 1.0, "a")];
         assert!(!decide_with(plan("w4a8-amx", "speed"), &calm, &[]).noisy);
     }
 
     #[test]
     fn speed_plan_confirmed_by_prefill_alone_says_so() {
         let rows = [
-            r(W4a8, Decode, 60.0, 0.1, "a"),
-            r(W4a16, Decode, 50.0, 0.1, "b"),
-            r(W4a8, Prefill, 300.0, 1.0, "a"),
-            r(W4a16, Prefill, 450.0, 1.0, "b"),
+            r(W4A8, Decode, 60.0, 0.1, "a"),
+            r(W4A16, Decode, 50.0, 0.1, "b"),
+            r(W4A8, Prefill, 300.0, 1.0, "a"),
+            r(W4A16, Prefill, 450.0, 1.0, "b"),
         ];
         let v = decide_with(plan("w4a8-amx", "speed"), &rows, &[]);
         assert_eq!(v.status, Status::Confirmed);
@@ -573,9 +601,9 @@ mod tests {
     #[test]
     fn speed_plan_contradicted_when_beaten_in_every_phase() {
         let rows = [
-            r(W4a8, Decode, 60.0, 0.1, "a"),
-            r(W4a16, Decode, 50.0, 0.1, "b"),
-            r(W4a8, Prefill, 500.0, 1.0, "a"),
+            r(W4A8, Decode, 60.0, 0.1, "a"),
+            r(W4A16, Decode, 50.0, 0.1, "b"),
+            r(W4A8, Prefill, 500.0, 1.0, "a"),
             r(Bf16, Prefill, 400.0, 1.0, "c"),
         ];
         let v = decide_with(plan("w4a8-amx", "speed"), &rows, &[]);
@@ -596,7 +624,7 @@ mod tests {
 
     #[test]
     fn qnn_export_has_no_bench_path() {
-        let rows = [r(W4a8, Decode, 60.0, 0.1, "a")];
+        let rows = [r(W4A8, Decode, 60.0, 0.1, "a")];
         let v = decide_with(plan("export-qnn-w8a16", "speed"), &rows, &[]);
         assert_eq!(v.status, Status::NotApplicable);
         assert!(!v.confirmed);
@@ -613,13 +641,13 @@ mod tests {
 
     #[test]
     fn failed_kernels_contradict_unmeasured_is_inconclusive() {
-        let rows = [r(W4a16, Decode, 50.0, 0.1, "b")];
+        let rows = [r(W4A16, Decode, 50.0, 0.1, "b")];
         let v = decide(VerdictInput {
             priority: "speed".into(),
             plan: plan("w4a8-amx", "speed"),
             results: &rows,
             fidelity: &[],
-            failed_paths: &[W4a8],
+            failed_paths: &[W4A8],
             notes: vec![],
         });
         assert_eq!(v.status, Status::Contradicted);
@@ -629,7 +657,7 @@ mod tests {
 
     #[test]
     fn amx_plan_measured_without_amx_gets_a_note() {
-        let rows = [r(W4a8, Decode, 50.0, 0.1, "w4a8-avx2")];
+        let rows = [r(W4A8, Decode, 50.0, 0.1, "w4a8-avx2")];
         let v = decide_with(plan("w4a8-amx", "speed"), &rows, &[]);
         assert_eq!(v.status, Status::Confirmed);
         assert!(
@@ -642,8 +670,8 @@ mod tests {
     #[test]
     fn w4a8_win_without_amx_names_the_vllm_gate() {
         let rows = [
-            r(W4a8, Decode, 40.0, 0.1, "w4a8-avx2"),
-            r(W4a16, Decode, 50.0, 0.1, "w4a16-avx2"),
+            r(W4A8, Decode, 40.0, 0.1, "w4a8-avx2"),
+            r(W4A16, Decode, 50.0, 0.1, "w4a16-avx2"),
         ];
         let mut p = plan("w4a16-tinygemm", "speed").unwrap();
         p.x86_without_amx = true;
@@ -665,7 +693,7 @@ mod tests {
         // Beaten by bf16, not w4a8: nothing to add.
         let rows = [
             r(Bf16, Decode, 40.0, 0.1, "bf16-avx2"),
-            r(W4a16, Decode, 50.0, 0.1, "w4a16-avx2"),
+            r(W4A16, Decode, 50.0, 0.1, "w4a16-avx2"),
         ];
         let v = decide_with(Ok(p), &rows, &[]);
         assert!(!v.reason.contains("AMX"), "{}", v.reason);
@@ -674,19 +702,19 @@ mod tests {
     #[test]
     fn fidelity_plan_compares_within_its_bit_budget() {
         let fid = [
-            f(W4a8, "symmetric", 0.120),
-            f(W4a8, "asymmetric", 0.100),
-            f(W4a16, "symmetric", 0.090),
-            f(W4a16, "asymmetric", 0.080),
+            f(W4A8, "symmetric", 0.120),
+            f(W4A8, "asymmetric", 0.100),
+            f(W4A16, "symmetric", 0.090),
+            f(W4A16, "asymmetric", 0.080),
             f(Bf16, "bf16", 0.004),
         ];
-        let rows = [r(W4a16, Decode, 50.0, 0.1, "b")];
+        let rows = [r(W4A16, Decode, 50.0, 0.1, "b")];
         // bf16 stores more bits: it does not count against a 4-bit plan.
         let v = decide_with(plan("w4a16-tinygemm", "fidelity"), &rows, &fid);
         assert_eq!(v.status, Status::Confirmed, "{}", v.reason);
         let v = decide_with(
             plan("w4a8-amx", "fidelity"),
-            &[r(W4a8, Decode, 1.0, 0.0, "a")],
+            &[r(W4A8, Decode, 1.0, 0.0, "a")],
             &fid,
         );
         assert_eq!(v.status, Status::Contradicted);
@@ -701,10 +729,10 @@ mod tests {
 
     #[test]
     fn fidelity_tolerance_is_five_percent() {
-        let fid = [f(W4a8, "symmetric", 0.104), f(W4a16, "symmetric", 0.100)];
+        let fid = [f(W4A8, "symmetric", 0.104), f(W4A16, "symmetric", 0.100)];
         let v = decide_with(
             plan("w4a8-amx", "fidelity"),
-            &[r(W4a8, Decode, 1.0, 0.0, "a")],
+            &[r(W4A8, Decode, 1.0, 0.0, "a")],
             &fid,
         );
         assert_eq!(v.status, Status::Confirmed, "{}", v.reason);

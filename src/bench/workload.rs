@@ -15,7 +15,8 @@
 
 use serde::Serialize;
 
-use super::backend::BenchPath;
+use super::backend::KernelPath;
+use super::request::Effort;
 use crate::error::data_error;
 use crate::model::ModelShape;
 
@@ -36,10 +37,10 @@ impl Gemm {
     }
 
     /// Bytes of this matrix on `path` (N padded to a 64-column panel for int4).
-    pub fn bytes(&self, path: BenchPath) -> u64 {
+    pub fn bytes(&self, path: KernelPath) -> u64 {
         match path {
-            BenchPath::Bf16 => self.params() * 2,
-            BenchPath::W4a8 | BenchPath::W4a16 => {
+            KernelPath::Bf16 => self.params() * 2,
+            KernelPath::W4A8 | KernelPath::W4A16 => {
                 let n = self.n.div_ceil(64) as u64 * 64;
                 // 64 columns x 128 k per 4352-byte record.
                 n / 64 * (self.k / GROUP) as u64 * 4352
@@ -135,7 +136,7 @@ impl Workload {
         self.per_layer.iter().map(Gemm::params).sum()
     }
 
-    pub fn layer_bytes(&self, path: BenchPath) -> u64 {
+    pub fn layer_bytes(&self, path: KernelPath) -> u64 {
         self.per_layer.iter().map(|g| g.bytes(path)).sum()
     }
 
@@ -144,18 +145,19 @@ impl Workload {
         self.layer_params() * self.layers as u64 + self.lm_head.params()
     }
 
-    pub fn step_bytes(&self, path: BenchPath) -> u64 {
+    #[cfg(test)]
+    pub fn step_bytes(&self, path: KernelPath) -> u64 {
         self.layer_bytes(path) * self.layers as u64 + self.lm_head.bytes(path)
     }
 
     /// The decode rotation: all layers (quick: at most 4), and more copies when needed
     /// so the working set is at least twice the L3.
-    pub fn decode_plan(&self, path: BenchPath, l3_bytes: u64, quick: bool) -> DecodePlan {
+    pub fn decode_plan(&self, path: KernelPath, l3_bytes: u64, effort: Effort) -> DecodePlan {
         let layer = self.layer_bytes(path).max(1);
         let head = self.lm_head.bytes(path);
         let target = 2 * l3_bytes;
         let needed = target.saturating_sub(head).div_ceil(layer) as usize;
-        let base = if quick {
+        let base = if effort.is_quick() {
             self.layers.min(4)
         } else {
             self.layers
@@ -170,7 +172,7 @@ impl Workload {
 
     /// Layers timed in prefill: one (every layer has the same shapes, and prefill is
     /// compute-bound, so more layers add time, not information).
-    pub fn prefill_layers(&self, _quick: bool) -> usize {
+    pub fn prefill_layers(&self, _effort: Effort) -> usize {
         1
     }
 
@@ -178,8 +180,14 @@ impl Workload {
     /// of the two phases), the unpacked staging of the largest matrix while it is packed
     /// (two bytes per bf16 weight; int4 weights are generated packed), activations and
     /// outputs.
-    pub fn path_bytes(&self, path: BenchPath, l3_bytes: u64, quick: bool, tokens: usize) -> u64 {
-        let decode = self.decode_plan(path, l3_bytes, quick).working_set_bytes;
+    pub fn path_bytes(
+        &self,
+        path: KernelPath,
+        l3_bytes: u64,
+        effort: Effort,
+        tokens: usize,
+    ) -> u64 {
+        let decode = self.decode_plan(path, l3_bytes, effort).working_set_bytes;
         let largest = self
             .per_layer
             .iter()
@@ -187,7 +195,7 @@ impl Workload {
             .map(Gemm::params)
             .max()
             .unwrap_or(0);
-        let staging = if path == BenchPath::Bf16 {
+        let staging = if path == KernelPath::Bf16 {
             largest * 2
         } else {
             0
@@ -240,22 +248,22 @@ pub(crate) mod tests {
             n: 2048,
             k: 2048,
         };
-        assert_eq!(g.bytes(BenchPath::W4a8) * 8, g.params() * 17 / 4);
-        assert_eq!(g.bytes(BenchPath::Bf16), g.params() * 2);
+        assert_eq!(g.bytes(KernelPath::W4A8) * 8, g.params() * 17 / 4);
+        assert_eq!(g.bytes(KernelPath::Bf16), g.params() * 2);
         // N is padded to a 64-column panel.
         let odd = Gemm {
             name: "x".into(),
             n: 65,
             k: 128,
         };
-        assert_eq!(odd.bytes(BenchPath::W4a16), 2 * 4352);
+        assert_eq!(odd.bytes(KernelPath::W4A16), 2 * 4352);
     }
 
     #[test]
     fn qwen3_step_is_about_0_9_gb_in_int4() {
         let w = qwen3_17b();
         assert_eq!(w.layer_params(), 50_331_648);
-        let gb = w.step_bytes(BenchPath::W4a8) as f64 / 1e9;
+        let gb = w.step_bytes(KernelPath::W4A8) as f64 / 1e9;
         assert!((0.90..0.92).contains(&gb), "{gb}");
     }
 
@@ -263,10 +271,10 @@ pub(crate) mod tests {
     fn decode_working_set_always_exceeds_twice_the_l3() {
         let w = qwen3_17b();
         for l3 in [32u64 << 20, 300 << 20, 2 << 30] {
-            for quick in [false, true] {
-                for path in BenchPath::ALL {
+            for quick in [Effort::Full, Effort::Quick] {
+                for path in KernelPath::ALL {
                     let plan = w.decode_plan(path, l3, quick);
-                    assert!(plan.working_set_bytes >= 2 * l3, "{path} {l3} {quick}");
+                    assert!(plan.working_set_bytes >= 2 * l3, "{path} {l3} {quick:?}");
                     let timed = plan.instances as f64 * plan.scale;
                     assert!((timed - 28.0).abs() < 1e-9);
                 }
@@ -274,13 +282,19 @@ pub(crate) mod tests {
         }
         // A 32 MiB L3: the whole model in the default run, four layers in quick.
         assert_eq!(
-            w.decode_plan(BenchPath::W4a8, 32 << 20, false).instances,
+            w.decode_plan(KernelPath::W4A8, 32 << 20, Effort::Full)
+                .instances,
             28
         );
-        assert_eq!(w.decode_plan(BenchPath::W4a8, 32 << 20, true).instances, 4);
+        assert_eq!(
+            w.decode_plan(KernelPath::W4A8, 32 << 20, Effort::Quick)
+                .instances,
+            4
+        );
         // A 300 MB L3 needs 17 int4 layers besides the head even in quick mode.
         assert_eq!(
-            w.decode_plan(BenchPath::W4a8, 300 << 20, true).instances,
+            w.decode_plan(KernelPath::W4A8, 300 << 20, Effort::Quick)
+                .instances,
             18
         );
     }
@@ -290,7 +304,7 @@ pub(crate) mod tests {
         let mut w = qwen3_17b();
         w.layers = 2;
         w.lm_head.n = 1024;
-        let plan = w.decode_plan(BenchPath::W4a8, 300 << 20, false);
+        let plan = w.decode_plan(KernelPath::W4A8, 300 << 20, Effort::Full);
         assert!(plan.instances > 2);
         assert!(plan.scale < 1.0);
     }

@@ -23,8 +23,10 @@ use super::error::KernelError;
 use super::pack::{PackedBf16, PackedW4};
 use super::pool::ThreadPool;
 
-/// Which weight/activation format a kernel computes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// Which weight/activation format a kernel computes: the crate's one path vocabulary
+/// (bench's `results[].path`, `--paths`, the catalog's `bench_path`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum KernelPath {
     /// int4 weights × int8 activations.
     W4A8,
@@ -35,6 +37,29 @@ pub enum KernelPath {
 }
 
 impl KernelPath {
+    /// Every path, in report order.
+    pub const ALL: [KernelPath; 3] = [KernelPath::W4A8, KernelPath::W4A16, KernelPath::Bf16];
+
+    /// The path named `text` (`w4a8`, `w4a16`, `bf16`; any case, trimmed).
+    pub fn parse(text: &str) -> Option<KernelPath> {
+        KernelPath::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(text.trim()))
+    }
+
+    /// Whether weights packed for `self` serve `other` too (W4A8 and W4A16 share P64·G128).
+    pub fn shares_layout(self, other: KernelPath) -> bool {
+        self == other || (self != KernelPath::Bf16 && other != KernelPath::Bf16)
+    }
+
+    /// Bits each weight occupies in memory, scales and zeros included (kernels.md §1).
+    pub fn bits_per_weight(self) -> f64 {
+        match self {
+            KernelPath::W4A8 | KernelPath::W4A16 => 4.25,
+            KernelPath::Bf16 => 16.0,
+        }
+    }
+
     /// `"w4a8"`, `"w4a16"`, `"bf16"`.
     pub fn name(self) -> &'static str {
         match self {
@@ -45,8 +70,15 @@ impl KernelPath {
     }
 }
 
+impl std::fmt::Display for KernelPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Decode (few rows per weight load) or prefill (many rows).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Phase {
     /// M ≤ [`DECODE_MAX_M`].
     Decode,
@@ -103,6 +135,41 @@ pub enum KernelFn {
     Bf16(Bf16Fn),
 }
 
+/// The compute unit a kernel leans on, which names its roofline (`peaks.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Unit {
+    AmxInt8,
+    AmxBf16,
+    Avx512Vnni,
+    AvxVnni,
+    Avx2Int8,
+    /// AVX-512-BF16 `vdpbf16ps` (two bf16 products per f32 lane).
+    Avx512Bf16,
+    Avx512Fma,
+    Avx2Fma,
+    /// arm64 Advanced SIMD (plain, `sdot`, `smmla`, `bfdot`, `bfmmla`); no peak loop yet.
+    Neon,
+    Scalar,
+}
+
+impl Unit {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unit::AmxInt8 => "amx-int8",
+            Unit::AmxBf16 => "amx-bf16",
+            Unit::Avx512Vnni => "avx512-vnni",
+            Unit::AvxVnni => "avx-vnni",
+            Unit::Avx2Int8 => "avx2-int8",
+            Unit::Avx512Bf16 => "avx512-bf16",
+            Unit::Avx512Fma => "avx512-fma",
+            Unit::Avx2Fma => "avx2-fma",
+            Unit::Neon => "neon",
+            Unit::Scalar => "scalar",
+        }
+    }
+}
+
 /// One kernel variant.
 #[derive(Debug)]
 pub struct Variant {
@@ -110,6 +177,8 @@ pub struct Variant {
     pub name: &'static str,
     /// ISA label for reports (`avx512vnni`, `amx`, `avx2`, `scalar`, ...).
     pub isa: &'static str,
+    /// The compute unit its inner loop leans on: names its roofline in `bench`.
+    pub unit: Unit,
     /// Phases it is meant for (it computes any M correctly regardless).
     pub phases: &'static [Phase],
     /// Features it needs.
@@ -317,4 +386,45 @@ pub fn select_with(path: KernelPath, m: usize, forced: Option<&str>) -> Result<R
         .or_else(|| best(path, Phase::Decode))
         .or_else(|| best(path, Phase::Prefill))
         .ok_or_else(|| KernelError::UnknownKernel(format!("<any {} kernel>", path.name())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variant_requires_what_its_unit_runs_on() {
+        for v in all() {
+            let needs = |f: Feature| v.requires.contains(&f);
+            let ok = match v.unit {
+                Unit::AmxInt8 => needs(Feature::AmxInt8),
+                Unit::AmxBf16 => needs(Feature::AmxBf16),
+                Unit::Avx512Vnni => needs(Feature::Avx512vnni),
+                Unit::AvxVnni => needs(Feature::AvxVnni),
+                Unit::Avx2Int8 => needs(Feature::Avx2),
+                Unit::Avx512Bf16 => needs(Feature::Avx512bf16),
+                Unit::Avx512Fma => needs(Feature::Avx512f),
+                Unit::Avx2Fma => needs(Feature::Avx2) && needs(Feature::Fma),
+                Unit::Neon => needs(Feature::Neon),
+                Unit::Scalar => v.requires.is_empty(),
+            };
+            assert!(
+                ok,
+                "{}: unit {} but requires {:?}",
+                v.name,
+                v.unit.as_str(),
+                v.requires
+            );
+            let int8 = matches!(
+                v.unit,
+                Unit::AmxInt8 | Unit::Avx512Vnni | Unit::AvxVnni | Unit::Avx2Int8
+            );
+            assert_eq!(
+                int8,
+                v.path() == KernelPath::W4A8 && v.unit != Unit::Neon && v.unit != Unit::Scalar,
+                "{}: int8 units serve exactly the x86 W4A8 kernels",
+                v.name
+            );
+        }
+    }
 }

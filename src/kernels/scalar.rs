@@ -9,13 +9,14 @@ use super::acts::QuantActs;
 use super::pack::{CODES_BYTES, PANEL, PackedW4, record_scale, record_zero};
 use super::panel_split::w4a8_panels;
 use super::pool::ThreadPool;
-use super::registry::{KernelFn, Phase, Variant};
+use super::registry::{KernelFn, Phase, Unit, Variant};
 use super::weights::GROUP;
 
 /// The portable W4A8 variant.
 pub static W4A8_SCALAR: Variant = Variant {
     name: "w4a8-scalar",
     isa: "scalar",
+    unit: Unit::Scalar,
     phases: &[Phase::Decode, Phase::Prefill],
     requires: &[],
     rank: 0,

@@ -12,13 +12,14 @@ use super::bf16_act::{ActF32, with_act};
 use super::pack::{PackedBf16, PackedW4, record_code, record_scale, record_zero};
 use super::panel_split::{PANEL, Tile, run_panels};
 use super::pool::ThreadPool;
-use super::registry::{KernelFn, Phase, Variant};
+use super::registry::{KernelFn, Phase, Unit, Variant};
 use super::weights::GROUP;
 
 /// The portable W4A16 variant.
 pub static W4A16_SCALAR: Variant = Variant {
     name: "w4a16-scalar",
     isa: "scalar",
+    unit: Unit::Scalar,
     phases: &[Phase::Decode, Phase::Prefill],
     requires: &[],
     rank: 0,
@@ -29,6 +30,7 @@ pub static W4A16_SCALAR: Variant = Variant {
 pub static BF16_SCALAR: Variant = Variant {
     name: "bf16-scalar",
     isa: "scalar",
+    unit: Unit::Scalar,
     phases: &[Phase::Decode, Phase::Prefill],
     requires: &[],
     rank: 0,

@@ -37,6 +37,14 @@ impl Scheme {
             Scheme::Asymmetric => "asym",
         }
     }
+
+    /// The full name, as bench's fidelity rows spell it (`"symmetric"`, `"asymmetric"`).
+    pub fn full_name(self) -> &'static str {
+        match self {
+            Scheme::Symmetric => "symmetric",
+            Scheme::Asymmetric => "asymmetric",
+        }
+    }
 }
 
 /// Unpacked int4 weights: row-major codes `[N][K]` (one code per byte, 0..=15) and

@@ -21,7 +21,12 @@ use serde_json::{Map, Value};
 
 use crate::error::{data_error, read_error};
 
-pub use families::{FAMILIES, Family, SlidingRule};
+pub use families::SlidingRule;
+
+/// The transformers config class whose defaults edgeplan uses for `model_type`.
+pub fn defaults_class(model_type: &str) -> Option<&'static str> {
+    families::family(model_type).map(|f| f.class)
+}
 pub use presets::PRESETS;
 
 /// How one decoder layer attends, which decides its KV cache.

@@ -80,6 +80,8 @@ pub struct PathSpec {
     pub runs_in_vllm: bool,
     pub verified_on: Vec<HardwareClass>,
     pub build_with: Option<String>,
+    /// The `edgeplan bench` path that measures this path (`w4a8` for `w4a8-amx`), if any.
+    pub bench_path: Option<String>,
     pub rationale: String,
     pub notes: Vec<String>,
     pub by_class: BTreeMap<HardwareClass, ClassText>,
@@ -263,6 +265,8 @@ struct RawPath {
     verified_on: Vec<HardwareClass>,
     #[serde(default)]
     build_with: Option<Spanned<String>>,
+    #[serde(default)]
+    bench_path: Option<String>,
     rationale: Spanned<String>,
     #[serde(default)]
     notes: Vec<String>,
@@ -351,6 +355,7 @@ impl RawPath {
             runs_in_vllm: self.runs_in_vllm,
             verified_on: self.verified_on,
             build_with: self.build_with.map(Spanned::into_inner),
+            bench_path: self.bench_path,
             rationale: self.rationale.into_inner().trim().to_string(),
             notes: self.notes,
             by_class: self.by_class,
@@ -369,6 +374,17 @@ mod tests {
         for id in PathId::ALL {
             assert_eq!(c.path(id).name, id.name());
         }
+    }
+
+    #[test]
+    fn builtin_names_the_bench_path_that_measures_each_path() {
+        let c = Catalog::builtin();
+        let bench = |name: &str| c.get(name).unwrap().bench_path.as_deref();
+        assert_eq!(bench("w4a8-amx"), Some("w4a8"));
+        assert_eq!(bench("w4a16-tinygemm"), Some("w4a16"));
+        assert_eq!(bench("bf16"), Some("bf16"));
+        assert_eq!(bench("fp16"), Some("bf16"));
+        assert_eq!(bench("export-qnn-w8a16"), None);
     }
 
     #[test]

@@ -10,7 +10,6 @@
 use std::io::Write;
 use std::path::Path;
 
-use comfy_table::{Table, presets};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -121,8 +120,7 @@ pub fn run_cases(
     err: &mut dyn Write,
 ) -> anyhow::Result<Exit> {
     let base = manifest.parent().unwrap_or_else(|| Path::new("."));
-    let mut table = Table::new();
-    table.load_style(presets::ASCII_MARKDOWN);
+    let mut table = crate::output::table();
     table.set_header(vec![
         "line", "profile", "device", "priority", "expect", "planned", "result",
     ]);

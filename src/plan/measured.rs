@@ -2,8 +2,9 @@
 //! about a plan.
 //!
 //! The decision is the catalog's and stays so ([`super::rules`] never reads
-//! measurements). This module only reads the saved figures back
-//! ([`crate::bench::measured_summary`]), decides whether the saved verdict speaks to
+//! measurements). This module only reads the profile's typed
+//! [`Measurements`](crate::profile::Measurements) (never `bench`), decides whether the
+//! saved verdict speaks to
 //! *this* plan (same path, same priority), and words the result: the plan's `measured`
 //! object and one `--explain` step. When the saved verdict for the same path and
 //! priority is `contradicted`, the plan says so plainly; when the bench run checked a
@@ -11,37 +12,46 @@
 
 use serde_json::json;
 
+use super::catalog::Catalog;
 use super::schema::{Fact, Measured, Plan, Step};
-use crate::bench::save::MeasuredSummary;
-use crate::bench::verdict::bench_path_for;
-use crate::profile::Profile;
+use crate::profile::{BenchRun, Profile};
 
 /// Where the figures came from, for the trace.
 const SOURCE: &str = "profile.measurements.bench (bench --save)";
 
 /// Adds the profile's saved measurements to `plan`: the `measured` object and an
 /// explain step. Does nothing when the profile carries none.
-pub fn attach(profile: &Profile, plan: &mut Plan) {
-    let Some(summary) = crate::bench::measured_summary(profile) else {
+pub fn attach(profile: &Profile, plan: &mut Plan, catalog: &Catalog) {
+    let Some(m) = &profile.measurements else {
         return;
     };
-    let measured = measured_for(&summary, plan);
+    let bench_path = catalog
+        .get(&plan.path.name)
+        .and_then(|spec| spec.bench_path.as_deref());
+    let measured = measured_for(&m.bench, bench_path, plan);
     plan.explain.push(step(&measured, plan));
     plan.measured = Some(measured);
 }
 
-/// The `measured` object for `plan` from a saved bench run.
-pub fn measured_for(summary: &MeasuredSummary, plan: &Plan) -> Measured {
+/// The `measured` object for `plan` from a saved bench run; `bench_path` is the bench
+/// path that measures the plan's path (the catalog's `bench_path`).
+pub fn measured_for(run: &BenchRun, bench_path: Option<&str>, plan: &Plan) -> Measured {
     let name = plan.path.name.as_str();
     let priority = plan.priority.as_str();
-    let plan_bench_path = bench_path_for(name).map(|p| p.as_str().to_string());
-    let same_path = summary.planned.as_deref() == Some(name);
-    let same_priority = summary.priority.as_deref() == Some(priority);
+    let saved = run.verdict.clone().unwrap_or(crate::profile::BenchVerdict {
+        planned: None,
+        priority: None,
+        status: None,
+        reason: None,
+        fastest: None,
+    });
+    let same_path = saved.planned.as_deref() == Some(name);
+    let same_priority = saved.priority.as_deref() == Some(priority);
     let applies = same_path && same_priority;
-    let verdict = summary.verdict.as_deref();
+    let verdict = saved.status.as_deref();
     let contradicts_plan = applies && verdict == Some("contradicted");
     let confirms_plan = applies && verdict == Some("confirmed");
-    let why = summary.reason.as_deref().unwrap_or("no reason saved");
+    let why = saved.reason.as_deref().unwrap_or("no reason saved");
     let basis = "the decision stays the catalog's";
     let reason = if contradicts_plan {
         format!(
@@ -59,8 +69,8 @@ pub fn measured_for(summary: &MeasuredSummary, plan: &Plan) -> Measured {
     } else {
         let checked = format!(
             "{} at priority {}",
-            summary.planned.as_deref().unwrap_or("no plan"),
-            summary.priority.as_deref().unwrap_or("unknown")
+            saved.planned.as_deref().unwrap_or("no plan"),
+            saved.priority.as_deref().unwrap_or("unknown")
         );
         let differs = match (same_path, same_priority) {
             (false, false) => "a different path and priority",
@@ -73,16 +83,16 @@ pub fn measured_for(summary: &MeasuredSummary, plan: &Plan) -> Measured {
         )
     };
     Measured {
-        executor: summary.executor.clone(),
-        model: summary.model.clone(),
-        threads: summary.threads,
-        memory_bandwidth_gbps: summary.memory_bandwidth_gbps,
-        paths: summary.paths.clone(),
-        plan_bench_path,
-        bench_planned: summary.planned.clone(),
-        bench_priority: summary.priority.clone(),
-        bench_verdict: summary.verdict.clone(),
-        bench_reason: summary.reason.clone(),
+        executor: run.executor.clone(),
+        model: run.model_name().map(str::to_owned),
+        threads: run.threads,
+        memory_bandwidth_gbps: run.memory_bandwidth_gbps,
+        paths: run.paths(),
+        plan_bench_path: bench_path.map(str::to_owned),
+        bench_planned: saved.planned.clone(),
+        bench_priority: saved.priority.clone(),
+        bench_verdict: saved.status.clone(),
+        bench_reason: saved.reason.clone(),
         applies,
         contradicts_plan,
         confirms_plan,
@@ -150,10 +160,9 @@ fn round(v: f64, digits: i32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::save::MeasuredPath;
-    use crate::plan::catalog::Catalog;
     use crate::plan::rules::decide;
     use crate::plan::schema::Priority;
+    use crate::profile::{BenchFastest, BenchFidelity, BenchModel, BenchRow, BenchVerdict};
 
     fn amx_plan(priority: Priority) -> Plan {
         let profile = Profile::from_json(
@@ -168,35 +177,58 @@ mod tests {
         decide(&profile, priority, &Catalog::builtin())
     }
 
-    fn summary(planned: &str, priority: &str, verdict: &str) -> MeasuredSummary {
-        MeasuredSummary {
-            model: Some("m".into()),
+    fn summary(planned: &str, priority: &str, verdict: &str) -> BenchRun {
+        let row = |phase: &str, step_ms: f64, tps: f64, gbps: Option<f64>| BenchRow {
+            path: "w4a8".into(),
+            phase: phase.into(),
+            kernel: Some("w4a8-avx2".into()),
+            step_ms: Some(step_ms),
+            tokens_per_s: Some(tps),
+            weight_gbps: gbps,
+        };
+        BenchRun {
+            model: Some(BenchModel {
+                name: Some("m".into()),
+            }),
             executor: Some("real".into()),
             threads: Some(2),
             memory_bandwidth_gbps: Some(20.0),
-            paths: vec![MeasuredPath {
+            results: vec![
+                row("decode", 50.0, 20.0, Some(18.0)),
+                row("prefill", 1280.0, 100.0, None),
+            ],
+            fidelity: vec![BenchFidelity {
                 path: "w4a8".into(),
-                decode_kernel: Some("w4a8-avx2".into()),
-                decode_step_ms: Some(50.0),
-                decode_tokens_per_s: Some(20.0),
-                prefill_tokens_per_s: Some(100.0),
-                decode_weight_gbps: Some(18.0),
+                scheme: "symmetric".into(),
                 rel_error: Some(0.1),
                 top1_agreement: Some(0.9),
             }],
-            fastest_decode: Some("w4a16".into()),
-            planned: Some(planned.into()),
-            priority: Some(priority.into()),
-            verdict: Some(verdict.into()),
-            reason: Some("w4a16 beats w4a8 in decode".into()),
+            verdict: Some(BenchVerdict {
+                planned: Some(planned.into()),
+                priority: Some(priority.into()),
+                status: Some(verdict.into()),
+                reason: Some("w4a16 beats w4a8 in decode".into()),
+                fastest: Some(BenchFastest {
+                    decode: Some("w4a16".into()),
+                }),
+            }),
         }
+    }
+
+    /// The bench path the built-in catalog names for `plan`'s path.
+    fn bench_path(plan: &Plan) -> Option<String> {
+        Catalog::builtin().get(&plan.path.name)?.bench_path.clone()
+    }
+
+    fn measured_for_plan(run: &BenchRun, plan: &Plan) -> Measured {
+        measured_for(run, bench_path(plan).as_deref(), plan)
     }
 
     #[test]
     fn contradiction_for_the_same_plan_is_stated() {
         let plan = amx_plan(Priority::Speed);
         assert_eq!(plan.path.name, "w4a8-amx");
-        let m = measured_for(&summary("w4a8-amx", "speed", "contradicted"), &plan);
+        let m = measured_for_plan(&summary("w4a8-amx", "speed", "contradicted"), &plan);
         assert!(m.applies && m.contradicts_plan && !m.confirms_plan);
         assert!(m.reason.contains("CONTRADICT the plan"), "{}", m.reason);
         assert!(m.reason.contains("w4a16 beats w4a8"), "{}", m.reason);
@@ -206,7 +238,7 @@ mod tests {
     #[test]
     fn verdict_for_another_priority_is_not_applied() {
         let plan = amx_plan(Priority::Fidelity);
-        let m = measured_for(&summary("w4a8-amx", "speed", "contradicted"), &plan);
+        let m = measured_for_plan(&summary("w4a8-amx", "speed", "contradicted"), &plan);
         assert!(!m.applies && !m.contradicts_plan);
         assert!(
             m.reason.contains("a different path and priority"),
@@ -214,7 +246,7 @@ mod tests {
             m.reason
         );
         let plan = amx_plan(Priority::Speed);
-        let m = measured_for(&summary("w4a8-amx", "fidelity", "confirmed"), &plan);
+        let m = measured_for_plan(&summary("w4a8-amx", "fidelity", "confirmed"), &plan);
         assert!(!m.applies && !m.confirms_plan);
         assert!(m.reason.contains("a different priority"), "{}", m.reason);
     }
@@ -222,7 +254,7 @@ mod tests {
     #[test]
     fn inconclusive_verdict_neither_confirms_nor_contradicts() {
         let plan = amx_plan(Priority::Speed);
-        let m = measured_for(&summary("w4a8-amx", "speed", "inconclusive"), &plan);
+        let m = measured_for_plan(&summary("w4a8-amx", "speed", "inconclusive"), &plan);
         assert!(m.applies && !m.confirms_plan && !m.contradicts_plan);
         assert!(
             m.reason.contains("neither confirm nor contradict"),
@@ -235,7 +267,7 @@ mod tests {
     fn attach_adds_the_step_and_leaves_the_decision() {
         let mut plan = amx_plan(Priority::Speed);
         let before = plan.path.clone();
-        let m = measured_for(&summary("w4a8-amx", "speed", "confirmed"), &plan);
+        let m = measured_for_plan(&summary("w4a8-amx", "speed", "confirmed"), &plan);
         let s = step(&m, &plan);
         assert_eq!(s.rule, "measured_figures");
         assert!(s.outcome.contains("confirm the plan"), "{}", s.outcome);

@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use super::catalog::{LmHead, PathSpec};
 use crate::model::ModelShape;
-use crate::profile::{HardwareClass, Profile};
+use crate::profile::{HardwareClass, Profile, RamBudget};
 
 /// Fraction of the budget kept free when `--headroom` is not given.
 pub const DEFAULT_HEADROOM: f64 = 0.10;
@@ -341,33 +341,30 @@ pub fn budget(profile: &Profile) -> (Option<u64>, String) {
         },
         HardwareClass::X86Cpu | HardwareClass::Arm64Cpu | HardwareClass::NpuPhone => {
             // The probe's budget already discounts reclaimable page cache (probe.md §4):
-            // prefer it over the raw figures it was computed from.
-            if let Some(b) = m.budget_bytes {
-                return (
+            // profile.rs prefers it over the raw figures it was computed from.
+            match m.ram_budget() {
+                Some(RamBudget::Probe(b)) => (
                     Some(b),
                     format!(
                         "the probe's budget ({:.2} GiB): min(MemAvailable, cgroup limit - (usage - inactive_file))",
                         b as f64 / GIB
                     ),
-                );
-            }
-            let (ram, what) = match (m.available_bytes, m.total_bytes) {
-                (Some(a), _) => (Some(a), "MemAvailable"),
-                (None, Some(t)) => (Some(t), "MemTotal (MemAvailable unknown)"),
-                (None, None) => (None, ""),
-            };
-            match (ram, m.limit_bytes) {
-                (Some(r), Some(l)) if l < r => (
-                    Some(l),
+                ),
+                Some(RamBudget::CgroupLimit { limit, ram, what }) => (
+                    Some(limit),
                     format!(
                         "cgroup memory limit ({:.2} GiB, lower than {what} {:.2} GiB)",
-                        l as f64 / GIB,
-                        r as f64 / GIB
+                        limit as f64 / GIB,
+                        ram as f64 / GIB
                     ),
                 ),
-                (Some(r), _) => (Some(r), format!("{what} (no lower cgroup limit)")),
-                (None, Some(l)) => (Some(l), "cgroup memory limit (MemAvailable unknown)".into()),
-                (None, None) => (
+                Some(RamBudget::Ram { bytes, what }) => {
+                    (Some(bytes), format!("{what} (no lower cgroup limit)"))
+                }
+                Some(RamBudget::LimitOnly(l)) => {
+                    (Some(l), "cgroup memory limit (MemAvailable unknown)".into())
+                }
+                None => (
                     None,
                     "RAM unknown: the profile has no memory figures".into(),
                 ),
@@ -585,8 +582,14 @@ pub fn fit(profile: &Profile, path: &PathSpec, request: &FitRequest) -> MemoryFi
     let mut notes = Vec::new();
     if !model.defaulted.is_empty() {
         let family = model.model_type.as_deref().unwrap_or("the family");
+        let class = model
+            .model_type
+            .as_deref()
+            .and_then(crate::model::defaults_class)
+            .map(|c| format!(" ({c})"))
+            .unwrap_or_default();
         notes.push(format!(
-            "the config leaves out {}: {family}'s transformers defaults were used",
+            "the config leaves out {}: {family}'s transformers defaults{class} were used",
             model.defaulted.join(", ")
         ));
     }

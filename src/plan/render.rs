@@ -8,15 +8,13 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use comfy_table::{Table, presets};
+use comfy_table::Table;
 
 use super::memory;
 use super::schema::{Measured, Plan};
 
 fn new_table() -> Table {
-    let mut table = Table::new();
-    table.load_style(presets::ASCII_MARKDOWN);
-    table
+    crate::output::table()
 }
 
 fn yes_no(v: bool) -> &'static str {
@@ -401,6 +399,7 @@ fn fleet_memory_cells(fit: Option<&memory::MemoryFit>) -> [String; 4] {
     ]
 }
 
+#[cfg(test)]
 /// `--format table` for many devices, from plans already made.
 pub fn table_fleet(out: &mut dyn Write, plans: &[Plan], explain: bool) -> anyhow::Result<()> {
     let mut fleet = FleetTable::new(explain, plans.iter().any(|p| p.memory.is_some()));

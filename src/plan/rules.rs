@@ -20,7 +20,7 @@
 
 use serde_json::json;
 
-use super::catalog::{Catalog, PathId};
+use super::catalog::{Catalog, PathId, PathSpec};
 use super::schema::{Alternative, Fact, PLAN_SCHEMA_VERSION, Plan, PlannedPath, Priority, Step};
 use crate::profile::{HardwareClass, Profile};
 
@@ -41,171 +41,23 @@ pub fn decide(profile: &Profile, priority: impl Into<Priority>, catalog: &Catalo
             fact("arch", json!(profile.arch.as_str()), origin.clone()),
         ],
     }];
-    let mut lost: Vec<(PathId, String)> = Vec::new();
+    let mut lost: Lost = Vec::new();
 
-    // An export is built for one HTP architecture; without a sure one, plan the CPU.
-    let npu = profile.android.as_ref().and_then(|a| a.npu.as_ref());
-    let npu_sure = npu.is_some_and(|n| n.present && n.htp_arch.is_some());
-    let route = if class == HardwareClass::NpuPhone && !npu_sure {
-        trace.push(Step {
-            rule: "npu_unsure".into(),
-            outcome: "the NPU's HTP architecture is not known for sure (ambiguous SoC or no HTP entry), and a context binary built for the wrong one does not load: no export, the phone's Arm CPU is planned instead".into(),
-            facts: vec![
-                fact("android.soc_model", json!(profile.android.as_ref().and_then(|a| a.soc_model.clone())), origin.clone()),
-                fact("android.soc_candidates", json!(profile.android.as_ref().map(|a| a.soc_candidates.clone())), origin.clone()),
-                fact("android.npu.htp_arch", json!(npu.and_then(|n| n.htp_arch.clone())), origin.clone()),
-            ],
-        });
-        HardwareClass::Arm64Cpu
-    } else {
-        class
-    };
-
+    let route = npu_route(profile, &origin, &mut trace);
     let chosen = match route {
-        HardwareClass::NpuPhone => {
-            trace.push(Step {
-                rule: "npu_export".into(),
-                outcome: "an NPU phone: vLLM cannot run on the NPU, so the deliverable is an exported QNN graph with calibrated 8-bit weights and 16-bit activations".into(),
-                facts: vec![
-                    fact("android.soc_model", json!(profile.android.as_ref().and_then(|a| a.soc_model.clone())), origin.clone()),
-                    fact("android.npu.htp_arch", json!(npu.and_then(|n| n.htp_arch.clone())), origin.clone()),
-                ],
-            });
-            lost.push((PathId::W4a16Tinygemm, "4-bit weights failed the QNN converter on the calibrated path, and an uncalibrated 4-bit export scored -1.6 dB on the device; 4-bit also saved no time there (0.917 vs 0.912 ms per layer)".into()));
-            lost.push((PathId::W4a8Amx, "an x86 AMX kernel; this is an Arm phone, and int8 activations broke the NPU export (5.1 dB against 36.9 dB for w8a16)".into()));
-            lost.push((
-                PathId::Bf16,
-                "would run vLLM on the phone's CPU cores and leave the NPU idle; not measured"
-                    .into(),
-            ));
-            PathId::ExportQnnW8a16
-        }
+        HardwareClass::NpuPhone => choose_npu(profile, &origin, &mut trace, &mut lost),
         HardwareClass::CudaDiscrete | HardwareClass::Jetson => {
-            let (bf16, step) = gpu_bf16(profile, &origin);
-            trace.push(step);
-            let (chosen, other, why) = if bf16 {
-                (
-                    PathId::Bf16,
-                    PathId::Fp16,
-                    "bf16 is supported: same 16 bits, with bf16's wider exponent range",
-                )
-            } else {
-                (PathId::Fp16, PathId::Bf16, "this GPU has no bf16 support")
-            };
-            lost.push((other, why.into()));
-            let cpu_only = "an x86 CPU kernel; on a GPU the weights stay 16-bit, and GPU quantization (Marlin, AWQ) is a separate decision edgeplan does not make";
-            lost.push((PathId::W4a8Amx, cpu_only.into()));
-            lost.push((PathId::W4a16Tinygemm, cpu_only.into()));
-            lost.push((PathId::ExportQnnW8a16, "for phone NPUs only".into()));
-            if class == HardwareClass::Jetson {
-                trace.push(Step {
-                    rule: "jetson_follows_gpu".into(),
-                    outcome: "Jetson follows the discrete-GPU rule (integrated GPU, unified memory); this has not been measured, so the plan is unverified".into(),
-                    facts: vec![fact("jetson.model", json!(profile.jetson.as_ref().and_then(|j| j.model.clone())), origin.clone())],
-                });
-            }
-            chosen
+            choose_gpu(profile, &origin, &mut trace, &mut lost)
         }
-        HardwareClass::Arm64Cpu => {
-            trace.push(Step {
-                rule: "arm64_cpu".into(),
-                outcome: "an Arm CPU: no AMX, so 4-bit weights with bf16 activations through PyTorch's 4-bit CPU GEMM (its Arm kernel was not measured, so unverified)".into(),
-                facts: vec![fact("cpu.flags", json!(arm_flags(profile)), format!("/proc/cpuinfo Features ({origin})"))],
-            });
-            lost.push((PathId::W4a8Amx, "needs x86 AMX tiles".into()));
-            lost.push((PathId::Bf16, "no 4-bit saving: 16 bits per weight (on the measured x86 host bf16 decoded at 41.0 tok/s against 80.0 for tinygemm)".into()));
-            lost.push((PathId::Fp16, "as bf16: 16 bits per weight".into()));
-            lost.push((PathId::ExportQnnW8a16, "for phone NPUs only".into()));
-            PathId::W4a16Tinygemm
-        }
-        HardwareClass::X86Cpu => {
-            let (amx, step) = amx_int8_usable(profile, &origin);
-            trace.push(step);
-            let chosen = match (amx, priority) {
-                (true, Priority::Speed) => {
-                    trace.push(priority_step(priority, "speed first and AMX-INT8 usable: the W4A8 AMX kernel, the fastest path measured (86.6 against 80.0 tok/s in the back-to-back per-op profile)"));
-                    lost.push((PathId::W4a16Tinygemm, "slower with AMX available (80.0 against 86.6 tok/s, back-to-back per-op profile); it is the choice under --priority fidelity".into()));
-                    PathId::W4a8Amx
-                }
-                (true, Priority::Fidelity) => {
-                    trace.push(priority_step(priority, "fidelity first: keep bf16 activations (tinygemm) although AMX-INT8 is usable; this gives up about 7-8% of decode (80.0 against 86.6 tok/s)"));
-                    lost.push((PathId::W4a8Amx, "int8 activations are the least faithful 4-bit build (1/12 greedy prompts exact against its own bf16, tinygemm 2/12), and in agent tasks W4A8 undid a finished step where W4A16 recognised completion".into()));
-                    PathId::W4a16Tinygemm
-                }
-                (false, _) => {
-                    trace.push(priority_step(priority, "AMX-INT8 is not usable, so the W4A8 kernel cannot run whatever the priority: 4-bit weights with bf16 activations through tinygemm"));
-                    lost.push((
-                        PathId::W4a8Amx,
-                        "needs usable AMX-INT8 tiles (CPU support and the OS's tile permission)"
-                            .into(),
-                    ));
-                    PathId::W4a16Tinygemm
-                }
-            };
-            lost.push((
-                PathId::Bf16,
-                "no 4-bit kernel: 41.0 tok/s on the measured Xeon, about half of either 4-bit path"
-                    .into(),
-            ));
-            lost.push((
-                PathId::Fp16,
-                "as bf16: 16 bits per weight and no faster".into(),
-            ));
-            lost.push((PathId::ExportQnnW8a16, "for phone NPUs only".into()));
-            chosen
-        }
+        HardwareClass::Arm64Cpu => choose_arm(profile, &origin, &mut trace, &mut lost),
+        HardwareClass::X86Cpu => choose_x86(profile, priority, &origin, &mut trace, &mut lost),
     };
 
     let spec = catalog.path(chosen);
     let mut notes = spec.notes_for(route);
-    if matches!(route, HardwareClass::X86Cpu | HardwareClass::Arm64Cpu)
-        && !profile.cpu.caveats.is_empty()
-    {
-        trace.push(Step {
-            rule: "cpu_caveats".into(),
-            outcome: format!(
-                "the probe reported {} CPU caveat(s); they are repeated in the path's notes",
-                profile.cpu.caveats.len()
-            ),
-            facts: vec![fact(
-                "cpu.caveats",
-                json!(profile.cpu.caveats),
-                origin.clone(),
-            )],
-        });
-        notes.extend(
-            profile
-                .cpu
-                .caveats
-                .iter()
-                .map(|c| format!("CPU caveat: {c}")),
-        );
-    }
-    let mut engine_kwargs = serde_json::Map::new();
-    let kwargs_outcome = match (&spec.quantization, spec.runs_in_vllm) {
-        (_, false) => "no engine kwargs: this path does not run in vLLM".to_string(),
-        (Some(q), true) => {
-            engine_kwargs.insert("quantization".into(), json!(q));
-            format!("engine kwargs {{\"quantization\": \"{q}\"}} (vLLM flag --quantization {q})")
-        }
-        (None, true) => "no engine kwargs: the weights keep the model dtype".to_string(),
-    };
-    trace.push(Step {
-        rule: "engine_kwargs".into(),
-        outcome: kwargs_outcome,
-        facts: vec![
-            fact(
-                "path.runs_in_vllm",
-                json!(spec.runs_in_vllm),
-                format!("catalog ({})", catalog.origin),
-            ),
-            fact(
-                "path.quantization",
-                json!(spec.quantization),
-                format!("catalog ({})", catalog.origin),
-            ),
-        ],
-    });
+    notes.extend(cpu_caveats(profile, route, &origin, &mut trace));
+    let (engine_kwargs, step) = engine_kwargs(spec, catalog);
+    trace.push(step);
 
     Plan {
         schema_version: PLAN_SCHEMA_VERSION,
@@ -237,6 +89,192 @@ pub fn decide(profile: &Profile, priority: impl Into<Priority>, catalog: &Catalo
             .collect(),
         memory: None,
     }
+}
+
+/// Paths that lost, each with the reason.
+type Lost = Vec<(PathId, String)>;
+
+/// The class the rules route on: an NPU phone whose HTP architecture is not known for
+/// sure is planned on its Arm CPU, because a context binary built for the wrong HTP
+/// architecture does not load.
+fn npu_route(profile: &Profile, origin: &str, trace: &mut Vec<Step>) -> HardwareClass {
+    let class = profile.hardware_class;
+    let android = profile.android.as_ref();
+    let npu = android.and_then(|a| a.npu.as_ref());
+    let npu_sure = npu.is_some_and(|n| n.present && n.htp_arch.is_some());
+    if class != HardwareClass::NpuPhone || npu_sure {
+        return class;
+    }
+    trace.push(Step {
+        rule: "npu_unsure".into(),
+        outcome: "the NPU's HTP architecture is not known for sure (ambiguous SoC or no HTP entry), and a context binary built for the wrong one does not load: no export, the phone's Arm CPU is planned instead".into(),
+        facts: vec![
+            fact("android.soc_model", json!(android.and_then(|a| a.soc_model.clone())), origin.to_string()),
+            fact("android.soc_candidates", json!(android.map(|a| a.soc_candidates.clone())), origin.to_string()),
+            fact("android.npu.htp_arch", json!(npu.and_then(|n| n.htp_arch.clone())), origin.to_string()),
+        ],
+    });
+    HardwareClass::Arm64Cpu
+}
+
+/// The probe's CPU caveats (no AVX, a 32-bit view), repeated as path notes on CPU routes.
+fn cpu_caveats(
+    profile: &Profile,
+    route: HardwareClass,
+    origin: &str,
+    trace: &mut Vec<Step>,
+) -> Vec<String> {
+    let caveats = &profile.cpu.caveats;
+    if !matches!(route, HardwareClass::X86Cpu | HardwareClass::Arm64Cpu) || caveats.is_empty() {
+        return Vec::new();
+    }
+    trace.push(Step {
+        rule: "cpu_caveats".into(),
+        outcome: format!(
+            "the probe reported {} CPU caveat(s); they are repeated in the path's notes",
+            caveats.len()
+        ),
+        facts: vec![fact("cpu.caveats", json!(caveats), origin.to_string())],
+    });
+    caveats.iter().map(|c| format!("CPU caveat: {c}")).collect()
+}
+
+/// An NPU phone: the exported QNN graph.
+fn choose_npu(profile: &Profile, origin: &str, trace: &mut Vec<Step>, lost: &mut Lost) -> PathId {
+    let npu = profile.android.as_ref().and_then(|a| a.npu.as_ref());
+    trace.push(Step {
+            rule: "npu_export".into(),
+            outcome: "an NPU phone: vLLM cannot run on the NPU, so the deliverable is an exported QNN graph with calibrated 8-bit weights and 16-bit activations".into(),
+            facts: vec![
+                fact("android.soc_model", json!(profile.android.as_ref().and_then(|a| a.soc_model.clone())), origin.to_string()),
+                fact("android.npu.htp_arch", json!(npu.and_then(|n| n.htp_arch.clone())), origin.to_string()),
+            ],
+        });
+    lost.push((PathId::W4a16Tinygemm, "4-bit weights failed the QNN converter on the calibrated path, and an uncalibrated 4-bit export scored -1.6 dB on the device; 4-bit also saved no time there (0.917 vs 0.912 ms per layer)".into()));
+    lost.push((PathId::W4a8Amx, "an x86 AMX kernel; this is an Arm phone, and int8 activations broke the NPU export (5.1 dB against 36.9 dB for w8a16)".into()));
+    lost.push((
+        PathId::Bf16,
+        "would run vLLM on the phone's CPU cores and leave the NPU idle; not measured".into(),
+    ));
+    PathId::ExportQnnW8a16
+}
+
+/// A discrete GPU or a Jetson: bf16 where supported, else fp16.
+fn choose_gpu(profile: &Profile, origin: &str, trace: &mut Vec<Step>, lost: &mut Lost) -> PathId {
+    let class = profile.hardware_class;
+    let (bf16, step) = gpu_bf16(profile, origin);
+    trace.push(step);
+    let (chosen, other, why) = if bf16 {
+        (
+            PathId::Bf16,
+            PathId::Fp16,
+            "bf16 is supported: same 16 bits, with bf16's wider exponent range",
+        )
+    } else {
+        (PathId::Fp16, PathId::Bf16, "this GPU has no bf16 support")
+    };
+    lost.push((other, why.into()));
+    let cpu_only = "an x86 CPU kernel; on a GPU the weights stay 16-bit, and GPU quantization (Marlin, AWQ) is a separate decision edgeplan does not make";
+    lost.push((PathId::W4a8Amx, cpu_only.into()));
+    lost.push((PathId::W4a16Tinygemm, cpu_only.into()));
+    lost.push((PathId::ExportQnnW8a16, "for phone NPUs only".into()));
+    if class == HardwareClass::Jetson {
+        trace.push(Step {
+                rule: "jetson_follows_gpu".into(),
+                outcome: "Jetson follows the discrete-GPU rule (integrated GPU, unified memory); this has not been measured, so the plan is unverified".into(),
+                facts: vec![fact("jetson.model", json!(profile.jetson.as_ref().and_then(|j| j.model.clone())), origin.to_string())],
+            });
+    }
+    chosen
+}
+
+/// An Arm CPU: W4A16 through tinygemm.
+fn choose_arm(profile: &Profile, origin: &str, trace: &mut Vec<Step>, lost: &mut Lost) -> PathId {
+    trace.push(Step {
+            rule: "arm64_cpu".into(),
+            outcome: "an Arm CPU: no AMX, so 4-bit weights with bf16 activations through PyTorch's 4-bit CPU GEMM (its Arm kernel was not measured, so unverified)".into(),
+            facts: vec![fact("cpu.flags", json!(arm_flags(profile)), format!("/proc/cpuinfo Features ({origin})"))],
+        });
+    lost.push((PathId::W4a8Amx, "needs x86 AMX tiles".into()));
+    lost.push((PathId::Bf16, "no 4-bit saving: 16 bits per weight (on the measured x86 host bf16 decoded at 41.0 tok/s against 80.0 for tinygemm)".into()));
+    lost.push((PathId::Fp16, "as bf16: 16 bits per weight".into()));
+    lost.push((PathId::ExportQnnW8a16, "for phone NPUs only".into()));
+    PathId::W4a16Tinygemm
+}
+
+/// An x86 CPU: W4A8 on AMX at speed priority, else W4A16.
+fn choose_x86(
+    profile: &Profile,
+    priority: Priority,
+    origin: &str,
+    trace: &mut Vec<Step>,
+    lost: &mut Lost,
+) -> PathId {
+    let (amx, step) = amx_int8_usable(profile, origin);
+    trace.push(step);
+    let chosen = match (amx, priority) {
+        (true, Priority::Speed) => {
+            trace.push(priority_step(priority, "speed first and AMX-INT8 usable: the W4A8 AMX kernel, the fastest path measured (86.6 against 80.0 tok/s in the back-to-back per-op profile)"));
+            lost.push((PathId::W4a16Tinygemm, "slower with AMX available (80.0 against 86.6 tok/s, back-to-back per-op profile); it is the choice under --priority fidelity".into()));
+            PathId::W4a8Amx
+        }
+        (true, Priority::Fidelity) => {
+            trace.push(priority_step(priority, "fidelity first: keep bf16 activations (tinygemm) although AMX-INT8 is usable; this gives up about 7-8% of decode (80.0 against 86.6 tok/s)"));
+            lost.push((PathId::W4a8Amx, "int8 activations are the least faithful 4-bit build (1/12 greedy prompts exact against its own bf16, tinygemm 2/12), and in agent tasks W4A8 undid a finished step where W4A16 recognised completion".into()));
+            PathId::W4a16Tinygemm
+        }
+        (false, _) => {
+            trace.push(priority_step(priority, "AMX-INT8 is not usable, so the W4A8 kernel cannot run whatever the priority: 4-bit weights with bf16 activations through tinygemm"));
+            lost.push((
+                PathId::W4a8Amx,
+                "needs usable AMX-INT8 tiles (CPU support and the OS's tile permission)".into(),
+            ));
+            PathId::W4a16Tinygemm
+        }
+    };
+    lost.push((
+        PathId::Bf16,
+        "no 4-bit kernel: 41.0 tok/s on the measured Xeon, about half of either 4-bit path".into(),
+    ));
+    lost.push((
+        PathId::Fp16,
+        "as bf16: 16 bits per weight and no faster".into(),
+    ));
+    lost.push((PathId::ExportQnnW8a16, "for phone NPUs only".into()));
+    chosen
+}
+
+/// vLLM's engine kwargs for `spec`, and the trace step that says why.
+fn engine_kwargs(
+    spec: &PathSpec,
+    catalog: &Catalog,
+) -> (serde_json::Map<String, serde_json::Value>, Step) {
+    let mut engine_kwargs = serde_json::Map::new();
+    let kwargs_outcome = match (&spec.quantization, spec.runs_in_vllm) {
+        (_, false) => "no engine kwargs: this path does not run in vLLM".to_string(),
+        (Some(q), true) => {
+            engine_kwargs.insert("quantization".into(), json!(q));
+            format!("engine kwargs {{\"quantization\": \"{q}\"}} (vLLM flag --quantization {q})")
+        }
+        (None, true) => "no engine kwargs: the weights keep the model dtype".to_string(),
+    };
+    let step = Step {
+        rule: "engine_kwargs".into(),
+        outcome: kwargs_outcome,
+        facts: vec![
+            fact(
+                "path.runs_in_vllm",
+                json!(spec.runs_in_vllm),
+                format!("catalog ({})", catalog.origin),
+            ),
+            fact(
+                "path.quantization",
+                json!(spec.quantization),
+                format!("catalog ({})", catalog.origin),
+            ),
+        ],
+    };
+    (engine_kwargs, step)
 }
 
 fn fact(field: &str, value: serde_json::Value, source: String) -> Fact {

@@ -13,33 +13,7 @@ use crate::profile::HardwareClass;
 /// Major version of the plan JSON.
 pub const PLAN_SCHEMA_VERSION: u32 = 1;
 
-/// What the plan optimises for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Priority {
-    Speed,
-    Fidelity,
-}
-
-impl Priority {
-    pub const ALL: [Priority; 2] = [Priority::Speed, Priority::Fidelity];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Priority::Speed => "speed",
-            Priority::Fidelity => "fidelity",
-        }
-    }
-}
-
-impl From<crate::cli::Priority> for Priority {
-    fn from(p: crate::cli::Priority) -> Priority {
-        match p {
-            crate::cli::Priority::Speed => Priority::Speed,
-            crate::cli::Priority::Fidelity => Priority::Fidelity,
-        }
-    }
-}
+pub use crate::profile::Priority;
 
 /// The plan for one device.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -98,7 +72,7 @@ pub struct Measured {
     pub reason: String,
 }
 
-pub use crate::bench::save::MeasuredPath;
+pub use crate::profile::MeasuredPath;
 
 /// The chosen path as the contract spells it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

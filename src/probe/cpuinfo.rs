@@ -359,6 +359,7 @@ impl CpuInfo {
 
     /// The supported architecture the file describes; `None` for any other dialect
     /// or none. See [`CpuInfo::dialect`].
+    #[cfg(test)]
     pub fn arch(&self) -> Option<Arch> {
         self.dialect().and_then(|(d, _)| d.supported())
     }

@@ -32,54 +32,13 @@ pub mod sysroot;
 pub mod x86;
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
 use std::path::Path;
 
-use crate::cli::{ProbeArgs, ProbeFormat};
-use crate::error::{Exit, data_error, io_error, no_input};
+use crate::error::{data_error, io_error, no_input};
 use crate::profile::{Arch, Cluster, Cpu, CpuId, Feature, Gpu, Profile, SCHEMA_VERSION, Tool};
 use cpuinfo::CpuInfo;
 use environment::LiveSignals;
 use sysroot::SysRoot;
-
-pub fn run(args: ProbeArgs) -> anyhow::Result<Exit> {
-    let sys = match &args.sysroot {
-        Some(dir) => {
-            check_sysroot(dir)?;
-            SysRoot::at(dir)
-        }
-        None => SysRoot::live(),
-    };
-    let profile = probe(&sys)?;
-    for warning in &profile.warnings {
-        eprintln!("edgeplan: warning: {warning}");
-    }
-    if let Some(dir) = &args.dump {
-        let count = dump::write(&sys, dir)?;
-        eprintln!(
-            "edgeplan: wrote {count} entries to {} (replay with --sysroot {})",
-            dir.display(),
-            dir.display()
-        );
-    }
-    let format = args.format.unwrap_or(if std::io::stdout().is_terminal() {
-        ProbeFormat::Table
-    } else {
-        ProbeFormat::Json
-    });
-    let text = match format {
-        ProbeFormat::Json => {
-            let mut text = serde_json::to_string_pretty(&profile)?;
-            text.push('\n');
-            text
-        }
-        ProbeFormat::Table => render::table(&profile),
-    };
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    out.flush()?;
-    Ok(Exit::Success)
-}
 
 /// Probes the live host (CPUID, XGETBV, arch_prctl, /proc, /sys).
 pub fn live() -> anyhow::Result<Profile> {
@@ -92,7 +51,8 @@ pub fn from_sysroot(dir: &Path) -> anyhow::Result<Profile> {
     probe(&SysRoot::at(dir))
 }
 
-fn check_sysroot(dir: &Path) -> anyhow::Result<()> {
+/// Exit 66 when `dir` does not exist, 74 when it cannot be opened.
+pub fn check_sysroot(dir: &Path) -> anyhow::Result<()> {
     match std::fs::metadata(dir) {
         Ok(meta) if meta.is_dir() => Ok(()),
         Ok(_) => Err(no_input(format!(
@@ -365,7 +325,12 @@ fn uname_machine() -> Option<String> {
         .machine
         .iter()
         .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
+        // c_char is i8 on x86_64 and u8 on aarch64: the cast is a no-op on one of them.
+        .map(|&c| {
+            #[allow(clippy::unnecessary_cast)]
+            let byte = c as u8;
+            byte
+        })
         .collect();
     String::from_utf8(bytes).ok()
 }

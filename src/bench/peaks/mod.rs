@@ -14,7 +14,8 @@ mod x86;
 
 use super::backend::{Parallel, Unit};
 use super::clock::Clock;
-use super::report::Peak;
+pub use super::clock::PeakBudget;
+use super::rows::Peak;
 
 /// A unit's loop: runs `iters` iterations and does `macs` multiply-accumulates in each.
 pub struct Loop {
@@ -51,13 +52,6 @@ pub fn loop_for(unit: Unit, amx: &Result<(), String>) -> Result<Loop, String> {
 /// Wrapping sum of `words` with the widest loads this host has (the bandwidth probe); the
 /// kernels' streaming read.
 pub use crate::kernels::wide_sum;
-
-/// How long each timed run should last.
-#[derive(Debug, Clone, Copy)]
-pub struct PeakBudget {
-    pub slice_s: f64,
-    pub runs: usize,
-}
 
 /// Measures one loop on all workers: TMAC/s, best of `budget.runs`.
 pub fn measure(pool: &dyn Parallel, clock: &dyn Clock, lp: &Loop, budget: PeakBudget) -> f64 {

@@ -3,7 +3,8 @@
 //! AVX-VNNI and AVX-512 VNNI `vpdpbusd`) and AMX (`TDPBSSD`, `TDPBF16PS`, through `asm!`).
 //!
 //! Each `#[target_feature]` loop is only reachable through [`loop_for`], which checks the
-//! CPU (and for AMX the OS permission, granted by the kernels) before handing it out.
+//! crate's one feature table ([`crate::arch::features`]: CPU and OS; for AMX also the
+//! palette and the permission, granted by the kernels) before handing it out.
 
 use std::arch::asm;
 use std::arch::x86_64::*;
@@ -15,6 +16,8 @@ use crate::kernels::amx_tile::PALETTE1_16X64;
 
 /// The loop for `unit` when this CPU (and OS) can run it.
 pub fn loop_for(unit: Unit, amx: &Result<(), String>) -> Result<Loop, String> {
+    let live = crate::arch::features::live();
+    let has = |name: &str| live.usable(name);
     let need = |ok: bool, what: &str| {
         if ok {
             Ok(())
@@ -24,17 +27,14 @@ pub fn loop_for(unit: Unit, amx: &Result<(), String>) -> Result<Loop, String> {
     };
     match unit {
         Unit::Avx2Fma => {
-            need(
-                is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"),
-                "AVX2 FMA",
-            )?;
+            need(has("avx2") && has("fma"), "AVX2 FMA")?;
             Ok(Loop {
                 macs: 12 * 8,
                 run: fma256,
             })
         }
         Unit::Avx512Fma => {
-            need(is_x86_feature_detected!("avx512f"), "AVX-512F")?;
+            need(has("avx512f"), "AVX-512F")?;
             Ok(Loop {
                 macs: 24 * 16,
                 run: fma512,
@@ -51,37 +51,32 @@ pub fn loop_for(unit: Unit, amx: &Result<(), String>) -> Result<Loop, String> {
             })
         }
         Unit::Avx2Int8 => {
-            need(is_x86_feature_detected!("avx2"), "AVX2")?;
+            need(has("avx2"), "AVX2")?;
             Ok(Loop {
                 macs: 12 * 32,
                 run: int8_avx2,
             })
         }
         Unit::AvxVnni => {
-            need(is_x86_feature_detected!("avxvnni"), "AVX-VNNI")?;
+            need(has("avx_vnni"), "AVX-VNNI")?;
             Ok(Loop {
                 macs: 12 * 32,
                 run: vnni256,
             })
         }
         Unit::Avx512Vnni => {
-            need(
-                is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vnni"),
-                "AVX-512 VNNI",
-            )?;
+            need(has("avx512f") && has("avx512_vnni"), "AVX-512 VNNI")?;
             Ok(Loop {
                 macs: 24 * 64,
                 run: vnni512,
             })
         }
         Unit::AmxInt8 | Unit::AmxBf16 => {
-            let cpuid = raw_cpuid::CpuId::new();
-            let ext = cpuid.get_extended_feature_info();
-            let (has, name) = match unit {
-                Unit::AmxInt8 => (ext.as_ref().is_some_and(|e| e.has_amx_int8()), "AMX-INT8"),
-                _ => (ext.as_ref().is_some_and(|e| e.has_amx_bf16()), "AMX-BF16"),
+            let (cpu, name) = match unit {
+                Unit::AmxInt8 => (live.get("amx_int8").cpu, "AMX-INT8"),
+                _ => (live.get("amx_bf16").cpu, "AMX-BF16"),
             };
-            need(has, name)?;
+            need(cpu, name)?;
             amx.clone()
                 .map_err(|why| format!("{name} not usable: {why}"))?;
             Ok(match unit {

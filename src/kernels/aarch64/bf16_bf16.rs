@@ -20,12 +20,13 @@ use crate::kernels::cpu::Feature;
 use crate::kernels::pack::PackedBf16;
 use crate::kernels::panel_split::{PANEL, Tile};
 use crate::kernels::pool::ThreadPool;
-use crate::kernels::registry::{KernelFn, Phase, Variant};
+use crate::kernels::registry::{KernelFn, Phase, Unit, Variant};
 
 /// `bfdot` bf16 (decode; prefill fallback).
 pub static GEMV_BFDOT: Variant = Variant {
     name: "bf16-gemv-neon-bfdot",
     isa: "bf16",
+    unit: Unit::Neon,
     phases: &[Phase::Decode, Phase::Prefill],
     requires: &[Feature::Neon, Feature::Bf16],
     rank: 20,
@@ -36,6 +37,7 @@ pub static GEMV_BFDOT: Variant = Variant {
 pub static GEMM_BFMMLA: Variant = Variant {
     name: "bf16-gemm-neon-bfmmla",
     isa: "bf16",
+    unit: Unit::Neon,
     phases: &[Phase::Prefill],
     requires: &[Feature::Neon, Feature::Bf16],
     rank: 30,

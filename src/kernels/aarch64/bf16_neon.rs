@@ -18,12 +18,13 @@ use crate::kernels::cpu::Feature;
 use crate::kernels::pack::PackedBf16;
 use crate::kernels::panel_split::{MR_MAX, PANEL, Tile, run_panels};
 use crate::kernels::pool::ThreadPool;
-use crate::kernels::registry::{KernelFn, Phase, Variant};
+use crate::kernels::registry::{KernelFn, Phase, Unit, Variant};
 
 /// f32 `fmla` bf16 (decode; prefill without the bf16 extension).
 pub static GEMV_NEON: Variant = Variant {
     name: "bf16-gemv-neon",
     isa: "neon",
+    unit: Unit::Neon,
     phases: &[Phase::Decode, Phase::Prefill],
     requires: &[Feature::Neon],
     rank: 10,

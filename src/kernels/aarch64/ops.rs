@@ -240,11 +240,13 @@ mod tests {
         };
         let pair =
             |i: usize, j: usize| f(w[2 * i]) * f(a[2 * j]) + f(w[2 * i + 1]) * f(a[2 * j + 1]);
-        // SAFETY (three calls): bf16 checked above.
+        // SAFETY: bf16 checked above.
         let got = lanes(unsafe { bfdot(zero, vw, va) });
         assert_eq!(got, core::array::from_fn(|i| pair(i, i)));
+        // SAFETY: bf16 checked above.
         let got = lanes(unsafe { bfdot_lane::<3>(zero, vw, va) });
         assert_eq!(got, core::array::from_fn(|i| pair(i, 3)));
+        // SAFETY: bf16 checked above.
         let got = lanes(unsafe { bfmmla(zero, va, vw) });
         let dot = |r: usize, c: usize| {
             (0..4)

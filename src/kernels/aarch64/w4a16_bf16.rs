@@ -29,13 +29,14 @@ use crate::kernels::cpu::Feature;
 use crate::kernels::pack::{PackedW4, RECORD_BYTES};
 use crate::kernels::panel_split::{PANEL, Tile};
 use crate::kernels::pool::ThreadPool;
-use crate::kernels::registry::{KernelFn, Phase, Variant};
+use crate::kernels::registry::{KernelFn, Phase, Unit, Variant};
 use crate::kernels::weights::GROUP;
 
 /// `bfdot` W4A16 (decode; prefill fallback).
 pub static GEMV_BFDOT: Variant = Variant {
     name: "w4a16-gemv-neon-bfdot",
     isa: "bf16",
+    unit: Unit::Neon,
     phases: &[Phase::Decode, Phase::Prefill],
     requires: &[Feature::Neon, Feature::Bf16],
     rank: 20,
@@ -46,6 +47,7 @@ pub static GEMV_BFDOT: Variant = Variant {
 pub static GEMM_BFMMLA: Variant = Variant {
     name: "w4a16-gemm-neon-bfmmla",
     isa: "bf16",
+    unit: Unit::Neon,
     phases: &[Phase::Prefill],
     requires: &[Feature::Neon, Feature::Bf16],
     rank: 30,

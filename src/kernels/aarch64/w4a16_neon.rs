@@ -21,13 +21,14 @@ use crate::kernels::cpu::Feature;
 use crate::kernels::pack::{PackedW4, RECORD_BYTES, SCALE_OFFSET, ZERO_OFFSET};
 use crate::kernels::panel_split::{MR_MAX, PANEL, Tile, run_panels};
 use crate::kernels::pool::ThreadPool;
-use crate::kernels::registry::{KernelFn, Phase, Variant};
+use crate::kernels::registry::{KernelFn, Phase, Unit, Variant};
 use crate::kernels::weights::GROUP;
 
 /// f32 `fmla` W4A16 (decode; prefill without the bf16 extension).
 pub static GEMV_NEON: Variant = Variant {
     name: "w4a16-gemv-neon",
     isa: "neon",
+    unit: Unit::Neon,
     phases: &[Phase::Decode, Phase::Prefill],
     requires: &[Feature::Neon],
     rank: 10,
@@ -159,6 +160,7 @@ fn micro<const MR: usize>(
                     let al: [float32x4_t; MR] =
                         rows.map(|x| unsafe { vld1q_f32(x.as_ptr().add(8 * o)) });
                     let ah: [float32x4_t; MR] =
+                        // SAFETY: 8·o + 8 ≤ 128 = row length.
                         rows.map(|x| unsafe { vld1q_f32(x.as_ptr().add(8 * o + 4)) });
                     for qi in 0..2 {
                         // SAFETY: o·256 + j·64 + qp·32 + qi·16 + 16 ≤ 4096 ≤ rec.len().

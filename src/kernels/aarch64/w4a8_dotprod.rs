@@ -16,16 +16,17 @@ use std::ops::Range;
 use super::ops::{sdot_lane, w4a8_epilogue4};
 use crate::kernels::acts::QuantActs;
 use crate::kernels::cpu::Feature;
-use crate::kernels::panel_split::w4a8_panels;
 use crate::kernels::pack::{CODES_BYTES, PANEL, PackedW4};
+use crate::kernels::panel_split::w4a8_panels;
 use crate::kernels::pool::ThreadPool;
-use crate::kernels::registry::{KernelFn, Phase, Variant};
+use crate::kernels::registry::{KernelFn, Phase, Unit, Variant};
 use crate::kernels::weights::GROUP;
 
 /// `sdot` W4A8 (decode; prefill where i8mm is absent).
 pub static W4A8_DOTPROD: Variant = Variant {
     name: "w4a8-neon-dotprod",
     isa: "dotprod",
+    unit: Unit::Neon,
     phases: &[Phase::Decode, Phase::Prefill],
     requires: &[Feature::Neon, Feature::Dotprod],
     rank: 20,

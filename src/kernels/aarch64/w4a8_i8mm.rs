@@ -19,16 +19,17 @@ use std::ops::Range;
 use super::ops::{smmla, w4a8_epilogue4};
 use crate::kernels::acts::QuantActs;
 use crate::kernels::cpu::Feature;
-use crate::kernels::panel_split::w4a8_panels;
 use crate::kernels::pack::{CODES_BYTES, PANEL, PackedW4};
+use crate::kernels::panel_split::w4a8_panels;
 use crate::kernels::pool::ThreadPool;
-use crate::kernels::registry::{KernelFn, Phase, Variant};
+use crate::kernels::registry::{KernelFn, Phase, Unit, Variant};
 use crate::kernels::weights::GROUP;
 
 /// `smmla` W4A8 prefill.
 pub static W4A8_I8MM: Variant = Variant {
     name: "w4a8-neon-i8mm",
     isa: "i8mm",
+    unit: Unit::Neon,
     phases: &[Phase::Prefill],
     requires: &[Feature::Neon, Feature::I8mm],
     rank: 30,

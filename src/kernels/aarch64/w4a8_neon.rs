@@ -14,16 +14,17 @@ use std::ops::Range;
 use super::ops::w4a8_epilogue4;
 use crate::kernels::acts::QuantActs;
 use crate::kernels::cpu::Feature;
-use crate::kernels::panel_split::w4a8_panels;
 use crate::kernels::pack::{CODES_BYTES, PANEL, PackedW4};
+use crate::kernels::panel_split::w4a8_panels;
 use crate::kernels::pool::ThreadPool;
-use crate::kernels::registry::{KernelFn, Phase, Variant};
+use crate::kernels::registry::{KernelFn, Phase, Unit, Variant};
 use crate::kernels::weights::GROUP;
 
 /// Plain-NEON W4A8 (decode and prefill on CPUs without dotprod).
 pub static W4A8_NEON: Variant = Variant {
     name: "w4a8-neon",
     isa: "neon",
+    unit: Unit::Neon,
     phases: &[Phase::Decode, Phase::Prefill],
     requires: &[Feature::Neon],
     rank: 10,

@@ -57,7 +57,7 @@ unsafe fn micro<const R: usize, const ADD: bool>(
     lda: usize,
     c: *mut f32,
 ) {
-    // SAFETY (whole body): offsets stay inside the block, the R activation rows and the R
+    // SAFETY: (whole body) offsets stay inside the block, the R activation rows and the R
     // tile rows (contract above).
     unsafe {
         let mut acc = [[_mm512_setzero_ps(); 4]; R];

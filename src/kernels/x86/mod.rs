@@ -9,13 +9,11 @@
 //! - bf16 prefill: `bf16-gemm-amx` → `bf16-gemv-avx512` → `bf16-gemv-avx2` → `bf16-scalar`;
 //!   decode: `bf16-gemv-avx512` → `bf16-gemv-avx2` → scalar.
 //!
-//! Feature detection uses `is_x86_feature_detected!` except for AMX, which std only exposes
-//! unstably: CPUID.(7,0):EDX bits 24/25/22, OSXSAVE, XCR0 bits 17/18, then the Linux
+//! Feature detection is the crate's one x86 feature table ([`crate::arch::features`], the
+//! one the probe reports): CPUID bit, OSXSAVE and XCR0 state, and for AMX also CPUID.(7,0):
+//! EDX bits 24/25/22, XCR0 bits 17/18, a leaf 0x1D tile palette and the Linux
 //! `arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)` permission (kernels.md §6.2–6.3),
-//! requested once and cached. XGETBV and the `arch_prctl` calls are the crate's shared
-//! primitives in [`crate::arch`] (the probe uses the same ones).
-
-use std::sync::OnceLock;
+//! detected once per process.
 
 use super::cpu::Feature;
 use super::registry::Variant;
@@ -48,91 +46,66 @@ pub static VARIANTS: &[&Variant] = &[
     &bf16::GEMV_AVX2,
 ];
 
+/// The feature table's name for `f` (`/proc/cpuinfo` spelling); `None` off x86.
+fn table_name(f: Feature) -> Option<&'static str> {
+    Some(match f {
+        Feature::Avx2 => "avx2",
+        Feature::Fma => "fma",
+        Feature::Avx512f => "avx512f",
+        Feature::Avx512bw => "avx512bw",
+        Feature::Avx512vl => "avx512vl",
+        Feature::Avx512vnni => "avx512_vnni",
+        Feature::Avx512bf16 => "avx512_bf16",
+        Feature::Avx512vbmi => "avx512vbmi",
+        Feature::AvxVnni => "avx_vnni",
+        Feature::AmxTile => "amx_tile",
+        Feature::AmxInt8 => "amx_int8",
+        Feature::AmxBf16 => "amx_bf16",
+        Feature::Neon | Feature::Dotprod | Feature::I8mm | Feature::Bf16 => return None,
+    })
+}
+
 /// Why `f` is unusable here, or `None`.
 pub fn missing(f: Feature) -> Option<&'static str> {
-    let ok = match f {
-        Feature::Avx2 => is_x86_feature_detected!("avx2"),
-        Feature::Fma => is_x86_feature_detected!("fma"),
-        Feature::Avx512f => is_x86_feature_detected!("avx512f"),
-        Feature::Avx512bw => is_x86_feature_detected!("avx512bw"),
-        Feature::Avx512vl => is_x86_feature_detected!("avx512vl"),
-        Feature::Avx512vnni => is_x86_feature_detected!("avx512vnni"),
-        Feature::Avx512bf16 => is_x86_feature_detected!("avx512bf16"),
-        Feature::Avx512vbmi => is_x86_feature_detected!("avx512vbmi"),
-        Feature::AvxVnni => is_x86_feature_detected!("avxvnni"),
-        Feature::AmxTile | Feature::AmxInt8 | Feature::AmxBf16 => {
-            let amx = amx_cpu();
-            let cpu_ok = match f {
-                Feature::AmxInt8 => amx.tile && amx.int8,
-                Feature::AmxBf16 => amx.tile && amx.bf16,
-                _ => amx.tile,
-            };
-            if !cpu_ok {
-                return Some(f.name());
-            }
-            return amx_permission().err();
-        }
-        Feature::Neon | Feature::Dotprod | Feature::I8mm | Feature::Bf16 => false,
+    let Some(name) = table_name(f) else {
+        return Some(f.name());
     };
-    if ok { None } else { Some(f.name()) }
-}
-
-#[derive(Clone, Copy, Debug, Default)]
-struct AmxCpu {
-    tile: bool,
-    int8: bool,
-    bf16: bool,
-    /// OSXSAVE and XCR0 bits 17 (XTILECFG) and 18 (XTILEDATA).
-    os: bool,
-}
-
-fn amx_cpu() -> AmxCpu {
-    static AMX: OnceLock<AmxCpu> = OnceLock::new();
-    *AMX.get_or_init(|| {
-        use std::arch::x86_64::{__cpuid, __cpuid_count};
-        // CPUID is safe on x86-64; leaf 7 is only read when leaf 0 reports it.
-        let max_leaf = __cpuid(0).eax;
-        if max_leaf < 7 {
-            return AmxCpu::default();
+    let live = crate::arch::features::live();
+    if matches!(f, Feature::AmxTile | Feature::AmxInt8 | Feature::AmxBf16) {
+        if !live.get("amx_tile").cpu || !live.get(name).cpu {
+            return Some(f.name());
         }
-        let l7 = __cpuid_count(7, 0);
-        let os = crate::arch::xcr0()
-            .is_some_and(|xcr0| xcr0 & crate::arch::AMX_STATE_BITS == crate::arch::AMX_STATE_BITS);
-        AmxCpu {
-            tile: l7.edx & (1 << 24) != 0,
-            int8: l7.edx & (1 << 25) != 0,
-            bf16: l7.edx & (1 << 22) != 0,
-            os,
-        }
-    })
-}
-
-/// Request the AMX tile-data permission once per process (cached).
-pub fn amx_permission() -> Result<(), &'static str> {
-    static PERM: OnceLock<Result<(), &'static str>> = OnceLock::new();
-    *PERM.get_or_init(|| {
-        let amx = amx_cpu();
-        if !amx.tile {
-            return Err("amx-tile");
-        }
-        if !amx.os {
-            return Err("amx (the OS has not enabled XTILECFG/XTILEDATA in XCR0)");
-        }
-        request_xtiledata()
-    })
-}
-
-/// The shared `arch_prctl` request ([`crate::arch::request_amx_permission`]).
-#[cfg(target_os = "linux")]
-fn request_xtiledata() -> Result<(), &'static str> {
-    if crate::arch::request_amx_permission() {
-        Ok(())
+        return amx_permission().err();
+    }
+    if live.usable(name) {
+        None
     } else {
-        Err("amx (arch_prctl XTILEDATA permission refused; Linux >= 5.16 needed)")
+        Some(f.name())
     }
 }
 
-#[cfg(not(target_os = "linux"))]
-fn request_xtiledata() -> Result<(), &'static str> {
-    Err("amx (tile permission request only implemented for Linux)")
+/// Whether AMX tiles can run in this process (the permission is requested once per
+/// process, by the feature table's first use).
+pub fn amx_permission() -> Result<(), &'static str> {
+    let live = crate::arch::features::live();
+    let bits = crate::arch::AMX_STATE_BITS;
+    if !live.get("amx_tile").cpu {
+        return Err("amx-tile");
+    }
+    if live.xcr0.is_none_or(|xcr0| xcr0 & bits != bits) {
+        return Err("amx (the OS has not enabled XTILECFG/XTILEDATA in XCR0)");
+    }
+    if live.amx_permission != Some(true) {
+        return Err(PERMISSION_REFUSED);
+    }
+    if live.amx_palettes == 0 {
+        return Err("amx (CPUID leaf 0x1D reports no tile palette)");
+    }
+    Ok(())
 }
+
+#[cfg(target_os = "linux")]
+const PERMISSION_REFUSED: &str =
+    "amx (arch_prctl XTILEDATA permission refused; Linux >= 5.16 needed)";
+#[cfg(not(target_os = "linux"))]
+const PERMISSION_REFUSED: &str = "amx (tile permission request only implemented for Linux)";

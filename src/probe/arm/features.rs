@@ -6,29 +6,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::arch::arm_hwcap::{FEATURES, Word};
 use crate::profile::Feature;
-
-/// Which auxv word a bit lives in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Word {
-    Hwcap,
-    Hwcap2,
-}
-
-/// `/proc/cpuinfo` name, auxv word, bit (Linux `arch/arm64/include/uapi/asm/hwcap.h`).
-pub const FEATURES: &[(&str, Word, u32)] = &[
-    ("asimd", Word::Hwcap, 1),
-    ("asimdhp", Word::Hwcap, 10),
-    ("asimddp", Word::Hwcap, 20),
-    ("sve", Word::Hwcap, 22),
-    ("asimdfhm", Word::Hwcap, 23),
-    ("sve2", Word::Hwcap2, 1),
-    ("svei8mm", Word::Hwcap2, 9),
-    ("svebf16", Word::Hwcap2, 12),
-    ("i8mm", Word::Hwcap2, 13),
-    ("bf16", Word::Hwcap2, 14),
-    ("sme", Word::Hwcap2, 23),
-];
 
 /// Features from live HWCAP values; `cpu`, `os` and `usable` all follow the bit (the
 /// kernel sets it only for what it enabled). Returns also the names, as `flags` fallback.

@@ -8,21 +8,13 @@
 mod features;
 mod midr;
 
-pub use features::{FEATURES, from_hwcaps, from_words};
-pub use midr::{Midr, core_name, display_name, parse_midr, vendor_name};
+pub use features::{from_hwcaps, from_words};
+pub use midr::{display_name, parse_midr, vendor_name};
 
 /// `(AT_HWCAP, AT_HWCAP2)` of this process, on aarch64 Linux.
 #[cfg(all(target_arch = "aarch64", target_os = "linux"))]
 pub fn live_hwcaps() -> Option<(u64, u64)> {
-    // SAFETY: getauxval only reads the auxiliary vector the kernel gave this process;
-    // an absent entry returns 0.
-    let (hwcap, hwcap2) = unsafe {
-        (
-            libc::getauxval(libc::AT_HWCAP),
-            libc::getauxval(libc::AT_HWCAP2),
-        )
-    };
-    Some((hwcap, hwcap2))
+    Some(crate::arch::aarch64::hwcaps())
 }
 
 /// `(AT_HWCAP, AT_HWCAP2)` of this process, on aarch64 Linux.

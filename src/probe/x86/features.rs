@@ -1,4 +1,7 @@
-//! The x86 feature table and the `{cpu, os, usable}` decision, on plain register values.
+//! The x86 CPU identity (vendor, brand, family/model/stepping, hypervisor) and its
+//! features, on plain register values. The feature table and the `{cpu, os, usable}`
+//! decision are the crate's one table ([`crate::arch::features`]); this file adds the
+//! identity and maps the result into the profile's [`Feature`]s.
 //!
 //! Nothing here executes CPUID or XGETBV: an [`X86Cpu`] supplies the registers, so the
 //! masks are tested with synthetic values (a real tool once tested XCR0 bits 11/12, the
@@ -10,22 +13,15 @@ use raw_cpuid::{CpuId, CpuIdReader, CpuIdResult};
 
 use crate::profile::Feature;
 
-/// The instructions and syscall the probe needs, so tests can supply fake values.
-pub trait X86Cpu {
-    /// CPUID for `leaf`/`subleaf`: `[eax, ebx, ecx, edx]`.
-    fn cpuid(&self, leaf: u32, subleaf: u32) -> [u32; 4];
-    /// XCR0 through XGETBV. Called only after CPUID.1:ECX.OSXSAVE[27] is set.
-    fn xcr0(&self) -> u64;
-    /// Requests the AMX tile-data permission and returns the permitted xfeature mask
-    /// read back with `ARCH_GET_XCOMP_PERM`, or `None` when the kernel refused (or is
-    /// older than 5.16).
-    fn request_amx(&self) -> Option<u64>;
-}
+use crate::arch::features::detect;
+pub use crate::arch::features::{EAX, EBX, ECX, EDX, FEATURES, X86Cpu};
 
 /// A CPU that does not exist: what [`super::native`] returns off x86_64 Linux.
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
 #[derive(Debug, Clone, Copy)]
 pub struct NoCpu;
 
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
 impl X86Cpu for NoCpu {
     fn cpuid(&self, _: u32, _: u32) -> [u32; 4] {
         [0; 4]
@@ -37,85 +33,6 @@ impl X86Cpu for NoCpu {
         None
     }
 }
-
-const EAX: usize = 0;
-const EBX: usize = 1;
-const ECX: usize = 2;
-const EDX: usize = 3;
-
-/// The XCR0 state components a feature needs enabled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum State {
-    /// SSE + AVX (YMM) state: bits 1 and 2.
-    Avx,
-    /// Also opmask, ZMM_Hi256 and Hi16_ZMM: bits 1, 2, 5, 6, 7.
-    Avx512,
-    /// XTILECFG (17) and XTILEDATA (18), plus the Linux permission.
-    Amx,
-}
-
-impl State {
-    pub const fn mask(self) -> u64 {
-        match self {
-            State::Avx => 0x6,
-            State::Avx512 => 0xE6,
-            State::Amx => 0x60000,
-        }
-    }
-}
-
-/// One row of the table: `/proc/cpuinfo` name, CPUID leaf, subleaf, register, bit.
-pub struct Spec {
-    pub name: &'static str,
-    pub leaf: u32,
-    pub subleaf: u32,
-    pub reg: usize,
-    pub bit: u32,
-    pub state: State,
-}
-
-const fn spec(
-    name: &'static str,
-    leaf: u32,
-    subleaf: u32,
-    reg: usize,
-    bit: u32,
-    state: State,
-) -> Spec {
-    Spec {
-        name,
-        leaf,
-        subleaf,
-        reg,
-        bit,
-        state,
-    }
-}
-
-/// Every feature reported in `cpu.features`, keyed by its Linux `/proc/cpuinfo` name.
-pub const FEATURES: &[Spec] = &[
-    spec("avx", 1, 0, ECX, 28, State::Avx),
-    spec("fma", 1, 0, ECX, 12, State::Avx),
-    spec("f16c", 1, 0, ECX, 29, State::Avx),
-    spec("avx2", 7, 0, EBX, 5, State::Avx),
-    spec("avx_vnni", 7, 1, EAX, 4, State::Avx),
-    spec("avx512f", 7, 0, EBX, 16, State::Avx512),
-    spec("avx512dq", 7, 0, EBX, 17, State::Avx512),
-    spec("avx512cd", 7, 0, EBX, 28, State::Avx512),
-    spec("avx512bw", 7, 0, EBX, 30, State::Avx512),
-    spec("avx512vl", 7, 0, EBX, 31, State::Avx512),
-    spec("avx512vbmi", 7, 0, ECX, 1, State::Avx512),
-    spec("avx512_vnni", 7, 0, ECX, 11, State::Avx512),
-    spec("avx512_bf16", 7, 1, EAX, 5, State::Avx512),
-    spec("avx512_fp16", 7, 0, EDX, 23, State::Avx512),
-    spec("amx_bf16", 7, 0, EDX, 22, State::Amx),
-    spec("amx_tile", 7, 0, EDX, 24, State::Amx),
-    spec("amx_int8", 7, 0, EDX, 25, State::Amx),
-    spec("amx_fp16", 7, 1, EAX, 21, State::Amx),
-];
-
-/// XFEATURE_XTILECFG (17) and XFEATURE_XTILEDATA (18) in the XCOMP permission mask.
-const AMX_PERMISSION_BITS: u64 = crate::arch::AMX_STATE_BITS;
 
 /// What the live x86 probe learned.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -140,36 +57,16 @@ pub struct X86Facts {
     pub notes: Vec<String>,
 }
 
-fn bit(regs: [u32; 4], reg: usize, bit: u32) -> bool {
-    regs[reg] >> bit & 1 == 1
-}
-
-/// Runs the whole decision on `cpu`. The AMX permission is requested only when the
-/// CPU reports AMX and XCR0 enables its state.
+/// Runs the whole probe on `cpu`: identity here, features from the one table in
+/// [`crate::arch::features`] (the AMX permission is requested only when the CPU reports
+/// AMX and XCR0 enables its state).
 pub fn probe(cpu: &impl X86Cpu) -> X86Facts {
     let mut facts = X86Facts::default();
-    let leaf0 = cpu.cpuid(0, 0);
-    let max_leaf = leaf0[EAX];
+    let max_leaf = cpu.cpuid(0, 0)[EAX];
     let leaf1 = if max_leaf >= 1 {
         cpu.cpuid(1, 0)
     } else {
         [0; 4]
-    };
-    let leaf7 = if max_leaf >= 7 {
-        cpu.cpuid(7, 0)
-    } else {
-        [0; 4]
-    };
-    let leaf7_1 = if max_leaf >= 7 && leaf7[EAX] >= 1 {
-        cpu.cpuid(7, 1)
-    } else {
-        [0; 4]
-    };
-    let regs_for = |leaf: u32, subleaf: u32| match (leaf, subleaf) {
-        (1, _) => leaf1,
-        (7, 0) => leaf7,
-        (7, 1) => leaf7_1,
-        _ => [0; 4],
     };
 
     let reader = CpuId::with_cpuid_reader(Reader(cpu));
@@ -191,7 +88,7 @@ pub fn probe(cpu: &impl X86Cpu) -> X86Facts {
     };
     facts.stepping = leaf1[EAX] & 0xF;
 
-    facts.hypervisor = bit(leaf1, ECX, 31);
+    facts.hypervisor = leaf1[ECX] >> 31 & 1 == 1;
     if facts.hypervisor {
         let sig = cpu.cpuid(0x4000_0000, 0);
         let bytes: Vec<u8> = [sig[EBX], sig[ECX], sig[EDX]]
@@ -202,49 +99,18 @@ pub fn probe(cpu: &impl X86Cpu) -> X86Facts {
         facts.hypervisor_name = Some(hypervisor_name(&text).unwrap_or("unknown").to_string());
     }
 
-    let osxsave = bit(leaf1, ECX, 27);
-    facts.xcr0 = osxsave.then(|| cpu.xcr0());
-    let xcr0 = facts.xcr0.unwrap_or(0);
-    let enabled = |state: State| xcr0 & state.mask() == state.mask();
-
-    let cpu_has = |spec: &Spec| bit(regs_for(spec.leaf, spec.subleaf), spec.reg, spec.bit);
-    let amx_tile_cpu = FEATURES.iter().any(|s| s.name == "amx_tile" && cpu_has(s));
-    if amx_tile_cpu {
-        facts.amx_palettes = if max_leaf >= 0x1D {
-            cpu.cpuid(0x1D, 0)[EAX]
-        } else {
-            0
-        };
-        if enabled(State::Amx) {
-            let granted = cpu
-                .request_amx()
-                .is_some_and(|mask| mask & AMX_PERMISSION_BITS == AMX_PERMISSION_BITS);
-            facts.amx_permission = Some(granted);
-            if !granted {
-                facts.notes.push("AMX: the kernel did not grant XTILEDATA (arch_prctl ARCH_REQ_XCOMP_PERM; Linux >= 5.16 needed)".into());
-            }
-        } else {
-            facts.notes.push(format!("AMX: CPUID reports it but XCR0 ({xcr0:#x}) does not enable tile state (bits 17, 18)"));
-        }
-        if facts.amx_palettes == 0 {
-            facts.notes.push("AMX: CPUID leaf 0x1D reports no tile palette, so AMX is not usable (misconfigured hypervisor?)".into());
-        }
-    }
-
-    for spec in FEATURES {
-        let cpu_bit = cpu_has(spec);
-        let os = match spec.state {
-            _ if !osxsave => false,
-            State::Amx => enabled(State::Amx) && facts.amx_permission == Some(true),
-            state => enabled(state),
-        };
-        let usable = cpu_bit && os && (spec.state != State::Amx || facts.amx_palettes >= 1);
+    let detected = detect(cpu);
+    facts.xcr0 = detected.xcr0;
+    facts.amx_palettes = detected.amx_palettes;
+    facts.amx_permission = detected.amx_permission;
+    facts.notes = detected.notes;
+    for (name, s) in detected.features {
         facts.features.insert(
-            spec.name.to_string(),
+            name.to_string(),
             Feature {
-                cpu: cpu_bit,
-                os: Some(os),
-                usable,
+                cpu: s.cpu,
+                os: Some(s.os),
+                usable: s.usable,
             },
         );
     }
@@ -287,6 +153,7 @@ impl<C: X86Cpu> CpuIdReader for Reader<'_, C> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arch::features::State;
     use std::cell::Cell;
 
     /// A Sapphire Rapids as CPUID describes it, with knobs for each failure.

@@ -12,7 +12,11 @@
 
 mod features;
 
-pub use features::{FEATURES, NoCpu, State, X86Cpu, X86Facts, hypervisor_name, probe};
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+use features::NoCpu;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+use features::X86Cpu;
+pub use features::{FEATURES, probe};
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod native;

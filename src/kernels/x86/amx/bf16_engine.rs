@@ -166,16 +166,16 @@ impl TileEngine for EmulatedTiles {
         c.0.fill(0.0);
         for kk in 0..args.ksteps {
             for i in 0..32 {
-                // SAFETY (block): the caller guarantees these ranges (module docs).
+                // SAFETY: (block) the caller guarantees these ranges (module docs).
                 let arow = unsafe { args.a.add(i * args.lda + 64 * kk) };
                 for p in 0..16 {
-                    // SAFETY (block): B row `p` of step `kk` is readable (module docs).
+                    // SAFETY: (block) B row `p` of step `kk` is readable (module docs).
                     let brow = unsafe { args.b.add(kk * args.bstep + p * args.ldb) };
-                    // SAFETY (block): A row `i` holds the 64 bytes of step `kk`; 4p+3 < 64.
+                    // SAFETY: (block) A row `i` holds the 64 bytes of step `kk`; 4p+3 < 64.
                     let (a0, a1) =
                         unsafe { (bf16_at(arow.add(4 * p)), bf16_at(arow.add(4 * p + 2))) };
                     for col in 0..32 {
-                        // SAFETY (block): a B row holds 32 columns × 4 bytes; 4col+3 < 128.
+                        // SAFETY: (block) a B row holds 32 columns × 4 bytes; 4col+3 < 128.
                         let (b0, b1) =
                             unsafe { (bf16_at(brow.add(4 * col)), bf16_at(brow.add(4 * col + 2))) };
                         let acc = &mut c.0[i * 32 + col];

@@ -31,7 +31,7 @@ const SLAB_ROW: usize = 128;
 /// `groups·64` rows of [`SLAB_ROW`] bytes.
 #[inline(always)]
 unsafe fn dequant<V: Lanes16>(v: V, panel: *const u8, groups: usize, half: usize, dst: *mut u8) {
-    // SAFETY (whole body): offsets stay inside record g (< 4352 B) and inside dst row
+    // SAFETY: (whole body) offsets stay inside record g (< 4352 B) and inside dst row
     // (g·128 + 8·o)/2 + u < groups·64.
     unsafe {
         for g in 0..groups {

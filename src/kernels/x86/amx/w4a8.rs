@@ -25,7 +25,7 @@ use crate::kernels::cpu::Feature;
 use crate::kernels::pack::{PANEL, PackedW4, SCALE_OFFSET, ZERO_OFFSET, record_scale, record_zero};
 use crate::kernels::panel_split::OutSink;
 use crate::kernels::pool::{ThreadPool, split_range};
-use crate::kernels::registry::{KernelFn, Phase, Variant};
+use crate::kernels::registry::{KernelFn, Phase, Unit, Variant};
 use crate::kernels::weights::GROUP;
 
 use crate::kernels::x86::amx::tile;
@@ -34,6 +34,7 @@ use crate::kernels::x86::amx::tile;
 pub static W4A8_AMX: Variant = Variant {
     name: "w4a8-amx",
     isa: "amx-int8",
+    unit: Unit::AmxInt8,
     phases: &[Phase::Prefill],
     requires: &[
         Feature::AmxTile,

@@ -34,7 +34,7 @@ unsafe fn micro<V: Lanes16, const MR: usize, const JB: usize, const SPLIT: bool>
 ) {
     let k = act.k;
     let a = act.a.as_ptr();
-    // SAFETY (whole body): row r < pairs.end of the panel, columns < 64, activations < k.
+    // SAFETY: (whole body) row r < pairs.end of the panel, columns < 64, activations < k.
     unsafe {
         let mut jb = 0;
         while jb < 4 {

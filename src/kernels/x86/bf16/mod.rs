@@ -21,7 +21,7 @@ use crate::kernels::cpu::Feature;
 use crate::kernels::pack::PackedBf16;
 use crate::kernels::panel_split::{OutSink, PANEL, Tile, run_panels};
 use crate::kernels::pool::{ThreadPool, split_range};
-use crate::kernels::registry::{KernelFn, Phase, Variant};
+use crate::kernels::registry::{KernelFn, Phase, Unit, Variant};
 use crate::kernels::x86::amx::bf16_engine::{AmxBf16, CTile, TileEngine};
 use crate::kernels::x86::amx::drive::{Slab, TailRows, slab_rows};
 use crate::kernels::x86::lanes::{Avx2, Avx512};
@@ -166,6 +166,7 @@ pub unsafe fn gemm_amx_emulated(
 pub static GEMV_AVX2: Variant = Variant {
     name: "bf16-gemv-avx2",
     isa: "avx2",
+    unit: Unit::Avx2Fma,
     phases: &[Phase::Decode, Phase::Prefill],
     requires: &[Feature::Avx2, Feature::Fma],
     rank: 10,
@@ -176,6 +177,7 @@ pub static GEMV_AVX2: Variant = Variant {
 pub static GEMV_AVX512: Variant = Variant {
     name: "bf16-gemv-avx512",
     isa: "avx512",
+    unit: Unit::Avx512Fma,
     phases: &[Phase::Decode, Phase::Prefill],
     requires: &[Feature::Avx512f, Feature::Avx512bw, Feature::Avx512bf16],
     rank: 30,
@@ -186,6 +188,7 @@ pub static GEMV_AVX512: Variant = Variant {
 pub static GEMM_AVX512BF16: Variant = Variant {
     name: "bf16-gemm-avx512bf16",
     isa: "avx512bf16",
+    unit: Unit::Avx512Bf16,
     phases: &[Phase::Prefill],
     requires: &[Feature::Avx512f, Feature::Avx512bw, Feature::Avx512bf16],
     rank: 35,
@@ -196,6 +199,7 @@ pub static GEMM_AVX512BF16: Variant = Variant {
 pub static GEMM_AMX: Variant = Variant {
     name: "bf16-gemm-amx",
     isa: "amx",
+    unit: Unit::AmxBf16,
     phases: &[Phase::Prefill],
     requires: &[Feature::AmxBf16],
     rank: 40,

@@ -98,7 +98,7 @@ unsafe fn micro<const MR: usize>(
     let k = act.k;
     let xa = act.ab.as_ptr();
     let ng = act.groups();
-    // SAFETY (whole body): offsets stay inside the records, rows and sums (contract).
+    // SAFETY: (whole body) offsets stay inside the records, rows and sums (contract).
     unsafe {
         let mut tot = [[_mm512_setzero_ps(); 4]; MR];
         for g in groups {

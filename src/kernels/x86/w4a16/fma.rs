@@ -44,7 +44,7 @@ unsafe fn micro<V: Lanes16, const MR: usize, const JB: usize, const SPLIT: bool>
     let a = act.a.as_ptr();
     let sums = act.sums.as_ptr();
     let gscale = act.gscale.as_ptr();
-    // SAFETY (whole body): every pointer offset below stays inside the record (< 4352 B),
+    // SAFETY: (whole body) every pointer offset below stays inside the record (< 4352 B),
     // the activation row (< k) or the sums row (< ng), per this function's contract.
     unsafe {
         let mut tot = [[v.zero(); 4]; MR];

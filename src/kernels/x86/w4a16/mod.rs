@@ -22,7 +22,7 @@ use crate::kernels::cpu::Feature;
 use crate::kernels::pack::PackedW4;
 use crate::kernels::panel_split::{Tile, run_panels};
 use crate::kernels::pool::ThreadPool;
-use crate::kernels::registry::{KernelFn, Phase, Variant};
+use crate::kernels::registry::{KernelFn, Phase, Unit, Variant};
 use crate::kernels::x86::amx::bf16_engine::AmxBf16;
 use crate::kernels::x86::amx::w4a16 as w4a16_amx;
 use crate::kernels::x86::dpbf16;
@@ -167,6 +167,7 @@ const AVX512_BF16: &[Feature] = &[Feature::Avx512f, Feature::Avx512bw, Feature::
 pub static GEMV_AVX2: Variant = Variant {
     name: "w4a16-gemv-avx2",
     isa: "avx2",
+    unit: Unit::Avx2Fma,
     phases: &[Phase::Decode, Phase::Prefill],
     requires: &[Feature::Avx2, Feature::Fma],
     rank: 10,
@@ -177,6 +178,7 @@ pub static GEMV_AVX2: Variant = Variant {
 pub static GEMV_AVX512: Variant = Variant {
     name: "w4a16-gemv-avx512",
     isa: "avx512",
+    unit: Unit::Avx512Fma,
     phases: &[Phase::Decode, Phase::Prefill],
     requires: AVX512_BF16,
     rank: 30,
@@ -187,6 +189,7 @@ pub static GEMV_AVX512: Variant = Variant {
 pub static GEMV_AVX512BF16: Variant = Variant {
     name: "w4a16-gemv-avx512bf16",
     isa: "avx512bf16",
+    unit: Unit::Avx512Bf16,
     phases: &[Phase::Decode],
     requires: AVX512_BF16,
     rank: 25,
@@ -197,6 +200,7 @@ pub static GEMV_AVX512BF16: Variant = Variant {
 pub static GEMM_AVX512BF16: Variant = Variant {
     name: "w4a16-gemm-avx512bf16",
     isa: "avx512bf16",
+    unit: Unit::Avx512Bf16,
     phases: &[Phase::Prefill],
     requires: AVX512_BF16,
     rank: 35,
@@ -207,6 +211,7 @@ pub static GEMM_AVX512BF16: Variant = Variant {
 pub static GEMM_AMX: Variant = Variant {
     name: "w4a16-gemm-amx",
     isa: "amx",
+    unit: Unit::AmxBf16,
     phases: &[Phase::Prefill],
     requires: &[
         Feature::AmxBf16,

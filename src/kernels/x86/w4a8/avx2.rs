@@ -18,7 +18,7 @@ use crate::kernels::cpu::Feature;
 use crate::kernels::pack::{PANEL, PackedW4, RECORD_BYTES, SCALE_OFFSET, ZERO_OFFSET};
 use crate::kernels::panel_split::w4a8_panels;
 use crate::kernels::pool::ThreadPool;
-use crate::kernels::registry::{KernelFn, Phase, Variant};
+use crate::kernels::registry::{KernelFn, Phase, Unit, Variant};
 use crate::kernels::weights::GROUP;
 
 /// Up to this many rows per chunk, each row makes its own single pass over the record.
@@ -28,6 +28,7 @@ const DECODE_ROWS: usize = 4;
 pub static W4A8_AVX2: Variant = Variant {
     name: "w4a8-avx2",
     isa: "avx2",
+    unit: Unit::Avx2Int8,
     phases: &[Phase::Decode, Phase::Prefill],
     requires: &[Feature::Avx2, Feature::Fma],
     rank: 10,
@@ -38,6 +39,7 @@ pub static W4A8_AVX2: Variant = Variant {
 pub static W4A8_AVXVNNI: Variant = Variant {
     name: "w4a8-avxvnni",
     isa: "avxvnni",
+    unit: Unit::AvxVnni,
     phases: &[Phase::Decode, Phase::Prefill],
     requires: &[Feature::Avx2, Feature::Fma, Feature::AvxVnni],
     rank: 20,

@@ -23,13 +23,14 @@ use crate::kernels::cpu::Feature;
 use crate::kernels::pack::{PANEL, PackedW4, RECORD_BYTES, SCALE_OFFSET, ZERO_OFFSET};
 use crate::kernels::panel_split::{run_grid, w4a8_panels};
 use crate::kernels::pool::ThreadPool;
-use crate::kernels::registry::{KernelFn, Phase, Variant};
+use crate::kernels::registry::{KernelFn, Phase, Unit, Variant};
 use crate::kernels::weights::GROUP;
 
 /// AVX-512 VNNI W4A8 (decode GEMV; prefill GEMM where AMX is absent).
 pub static W4A8_AVX512VNNI: Variant = Variant {
     name: "w4a8-avx512vnni",
     isa: "avx512vnni",
+    unit: Unit::Avx512Vnni,
     phases: &[Phase::Decode, Phase::Prefill],
     requires: &[
         Feature::Avx512f,
@@ -162,6 +163,7 @@ pub(crate) fn bf16x16(b: &[u8]) -> __m512 {
 pub static W4A8_GEMM_AVX512VNNI: Variant = Variant {
     name: "w4a8-gemm-avx512vnni",
     isa: "avx512vnni",
+    unit: Unit::Avx512Vnni,
     phases: &[Phase::Prefill],
     requires: &[
         Feature::Avx512f,
@@ -210,7 +212,7 @@ unsafe fn w4a8_gemm_avx512vnni(pool: &ThreadPool, w: &PackedW4, a: &QuantActs, o
                 zero: [0.0; PANEL],
             };
             for (i, g) in groups.enumerate() {
-                // SAFETY (both calls): the caller of w4a8_gemm_avx512vnni guarantees the ISA;
+                // SAFETY: (both calls) the caller of w4a8_gemm_avx512vnni guarantees the ISA;
                 // rows r0..r0+mr exist in `a` with K = w.k() ≥ 128(g+1) codes, and the tile
                 // holds mr ≤ GEMM_ROWS rows of 64 f32 (run_grid).
                 unsafe {
@@ -317,7 +319,7 @@ unsafe fn micro_vnni<const R: usize, const ADD: bool>(
     c: &mut [f32],
 ) {
     let w = blk.codes.as_ptr();
-    // SAFETY (whole body): quads q < 32 read rows of the 8 KB block and dwords 4q < 128 of
+    // SAFETY: (whole body) quads q < 32 read rows of the 8 KB block and dwords 4q < 128 of
     // each activation row; c holds R·64 f32 (contract).
     unsafe {
         let mut d = [[_mm512_setzero_si512(); 4]; R];

@@ -1,0 +1,326 @@
+//! Stages *race* and *fidelity*: for each chosen path, pack its rotation of weights,
+//! time every verified kernel in decode and in prefill (the fastest is the row, the
+//! others its alternatives), then measure fidelity with the kernel that served.
+
+use super::backend::{Backend, KernelInfo, KernelPath, Phase, Scheme, Unit};
+use super::clock::Clock;
+use super::fidelity::{FidelitySize, Reference};
+use super::measure::{Roofs, Rotation, RowSpec, Timer, row};
+use super::request::{Effort, Policies};
+use super::rows::{Alternative, Bandwidth, FidelityRow, KernelCheck, Peak, ResultRow};
+use super::workload::Workload;
+use crate::output;
+
+/// Where a long run reports its stages (a progress bar, or nothing).
+pub trait Progress {
+    /// The run will have `stages` stages.
+    fn start(&self, stages: u64);
+    /// Starts the next stage, named `what`.
+    fn stage(&self, what: &str);
+    /// Skips `n` stages that will not run.
+    fn skip(&self, n: u64);
+    /// The timed stages are over.
+    fn finish(&self);
+}
+
+/// What every path's race shares.
+pub struct Race<'a, B: Backend> {
+    pub backend: &'a B,
+    pub clock: &'a dyn Clock,
+    pub progress: &'a dyn Progress,
+    pub workload: &'a Workload,
+    pub kernels: &'a [KernelInfo],
+    pub checks: &'a [KernelCheck],
+    /// `--kernel`: the one variant to run on its path.
+    pub forced: Option<&'a KernelInfo>,
+    pub l3: u64,
+    pub effort: Effort,
+    /// Tokens per prefill step.
+    pub tokens: usize,
+    pub fidelity: FidelitySize,
+    pub policies: Policies,
+}
+
+/// The race's rows.
+pub struct Raced {
+    pub results: Vec<ResultRow>,
+    pub fidelity: Vec<FidelityRow>,
+}
+
+/// Races every path in `paths`, adding a note for each path or phase not timed.
+pub fn run<B: Backend>(
+    race: &Race<B>,
+    paths: &[KernelPath],
+    bw: &Bandwidth,
+    peaks: &[Peak],
+    notes: &mut Vec<String>,
+) -> anyhow::Result<Raced> {
+    let peak_of = |u: Unit| peaks.iter().find(|p| p.unit == u).and_then(|p| p.tmacs);
+    let roofs = Roofs {
+        bandwidth_gbps: Some(bw.gbps),
+        peak_tmacs: &peak_of,
+    };
+    let mut out = Raced {
+        results: Vec::new(),
+        fidelity: Vec::new(),
+    };
+    let mut reference: Option<Reference> = None;
+    let mut cached: Option<Rotation<B::Weights>> = None;
+    for &path in paths {
+        let forced_here = race
+            .forced
+            .filter(|k| k.path == path)
+            .map(|k| k.name.as_str());
+        let dec = candidates(race.kernels, race.checks, path, Phase::Decode, forced_here);
+        let pre = candidates(race.kernels, race.checks, path, Phase::Prefill, forced_here);
+        if dec.is_empty() && pre.is_empty() {
+            notes.push(format!(
+                "{path}: no kernel passed its check on this host; not timed"
+            ));
+            race.progress.skip(3);
+            continue;
+        }
+        let (rows, rot) = race_path(race, path, &dec, &pre, cached.take(), &roofs, notes)?;
+        cached = Some(rot);
+        // Fidelity with the kernel that served prefill (else decode).
+        let served = rows.iter().rev().map(|r| r.kernel.as_str()).next();
+        if let Some(fk) = served.and_then(|n| race.kernels.iter().find(|k| k.name == n)) {
+            let reference = reference.get_or_insert_with(|| {
+                let w = race.workload;
+                Reference::new(
+                    race.backend,
+                    &w.per_layer[0],
+                    w.hidden_size,
+                    race.fidelity,
+                    42,
+                )
+            });
+            let schemes: &[Scheme] = match path {
+                KernelPath::Bf16 => &[Scheme::Symmetric],
+                _ => &[Scheme::Symmetric, Scheme::Asymmetric],
+            };
+            for &scheme in schemes {
+                out.fidelity
+                    .push(reference.measure(race.backend, path, fk, scheme)?);
+            }
+        }
+        out.results.extend(rows);
+    }
+    drop(cached);
+    Ok(out)
+}
+
+/// One path: its rotation (reusing `cached` when the layout matches), then the decode
+/// and prefill races. Returns the rows (decode first) and the rotation for the next path.
+fn race_path<B: Backend>(
+    race: &Race<B>,
+    path: KernelPath,
+    dec: &[&KernelInfo],
+    pre: &[&KernelInfo],
+    cached: Option<Rotation<B::Weights>>,
+    roofs: &Roofs,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<(Vec<ResultRow>, Rotation<B::Weights>)> {
+    let (w, backend) = (race.workload, race.backend);
+    let plan_d = w.decode_plan(path, race.l3, race.effort);
+    let pre_layers = w.prefill_layers(race.effort);
+    let instances = plan_d.instances.max(pre_layers);
+    race.progress.stage(&format!(
+        "{path}: packing {} of weights",
+        output::bytes(plan_d.working_set_bytes)
+    ));
+    // W4A8 and W4A16 share a layout: keep the rotation rather than pack it twice.
+    let rot = match cached {
+        Some(r) if r.serves(path, instances) => r,
+        other => {
+            drop(other);
+            Rotation::build(backend, path, w, instances, 1)?
+        }
+    };
+    let timer = Timer {
+        backend,
+        clock: race.clock,
+        workload: w,
+        sampling: race.policies.decode,
+    };
+    let mut rows = Vec::new();
+    race.progress.stage(&format!("{path}: decode"));
+    rows.extend(race_decode(race, &timer, path, dec, &rot, roofs)?);
+    race.progress.stage(&format!("{path}: prefill"));
+    let timer = Timer {
+        sampling: race.policies.prefill,
+        ..timer
+    };
+    let only_scalar = pre.iter().all(|k| k.unit == Unit::Scalar);
+    if pre.is_empty() {
+        notes.push(format!(
+            "{path}: no verified kernel serves prefill; not timed"
+        ));
+    } else if only_scalar && race.forced.is_none() {
+        notes.push(format!(
+            "{path}: only the scalar reference serves prefill here; not timed (minutes per step)"
+        ));
+    } else {
+        rows.extend(race_prefill(race, &timer, path, pre, &rot, roofs)?);
+    }
+    Ok((rows, rot))
+}
+
+/// Decode: each candidate timed over the rotation, the fastest kept.
+fn race_decode<B: Backend>(
+    race: &Race<B>,
+    timer: &Timer<B>,
+    path: KernelPath,
+    dec: &[&KernelInfo],
+    rot: &Rotation<B::Weights>,
+    roofs: &Roofs,
+) -> anyhow::Result<Option<ResultRow>> {
+    let w = race.workload;
+    let plan_d = w.decode_plan(path, race.l3, race.effort);
+    let layer_bytes = rot.layer_bytes(race.backend, 0);
+    let head_bytes = race.backend.weight_bytes(&rot.head) as u64;
+    let mut raced = Vec::new();
+    for k in dec {
+        let samples = timer.decode(k, rot, plan_d)?;
+        let spec = RowSpec {
+            path,
+            phase: Phase::Decode,
+            tokens: 1,
+            kernel: k,
+            weight_bytes: layer_bytes * w.layers as u64 + head_bytes,
+            macs: w.step_params(),
+            layers_measured: plan_d.instances.min(w.layers),
+            working_set_bytes: layer_bytes * plan_d.instances as u64 + head_bytes,
+        };
+        raced.push(row(spec, &samples, roofs)?);
+    }
+    Ok(fastest_of(raced))
+}
+
+/// Prefill: each candidate timed over the prefill layers, the fastest kept.
+fn race_prefill<B: Backend>(
+    race: &Race<B>,
+    timer: &Timer<B>,
+    path: KernelPath,
+    pre: &[&KernelInfo],
+    rot: &Rotation<B::Weights>,
+    roofs: &Roofs,
+) -> anyhow::Result<Option<ResultRow>> {
+    let w = race.workload;
+    let pre_layers = w.prefill_layers(race.effort);
+    let layer_bytes = rot.layer_bytes(race.backend, 0);
+    let mut raced = Vec::new();
+    for k in pre {
+        let samples = timer.prefill(k, rot, pre_layers, race.tokens)?;
+        let spec = RowSpec {
+            path,
+            phase: Phase::Prefill,
+            tokens: race.tokens,
+            kernel: k,
+            weight_bytes: layer_bytes * w.layers as u64,
+            macs: w.layer_params() * w.layers as u64 * race.tokens as u64,
+            layers_measured: pre_layers,
+            working_set_bytes: layer_bytes * pre_layers as u64,
+        };
+        raced.push(row(spec, &samples, roofs)?);
+    }
+    Ok(fastest_of(raced))
+}
+
+/// The verified kernels of `path` that serve `phase`, in rank order (higher first, as in
+/// the kernels' registry). The
+/// scalar reference is a contender only when nothing else serves the phase.
+pub fn candidates<'k>(
+    kernels: &'k [KernelInfo],
+    checks: &[KernelCheck],
+    path: KernelPath,
+    phase: Phase,
+    forced: Option<&str>,
+) -> Vec<&'k KernelInfo> {
+    let passed = |k: &KernelInfo| {
+        checks
+            .iter()
+            .any(|c| c.name == k.name && c.status == "passed")
+    };
+    let mut found: Vec<&KernelInfo> = kernels
+        .iter()
+        .filter(|k| k.path == path && k.serves(phase) && passed(k))
+        .filter(|k| forced.is_none_or(|f| k.name == f))
+        .collect();
+    found.sort_by_key(|k| std::cmp::Reverse(k.rank));
+    if found.iter().any(|k| k.unit != Unit::Scalar) {
+        found.retain(|k| k.unit != Unit::Scalar);
+    }
+    found
+}
+
+/// The fastest of the rows raced for one path and phase, with the others as its
+/// alternatives.
+fn fastest_of(mut raced: Vec<ResultRow>) -> Option<ResultRow> {
+    raced.sort_by(|a, b| a.step_ms.total_cmp(&b.step_ms));
+    let mut rows = raced.into_iter();
+    let mut best = rows.next()?;
+    best.alternatives = rows
+        .map(|r| Alternative {
+            kernel: r.kernel,
+            step_ms: r.step_ms,
+        })
+        .collect();
+    Some(best)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k(name: &str, path: KernelPath, unit: Unit, rank: u32) -> KernelInfo {
+        KernelInfo {
+            name: name.into(),
+            path,
+            phases: vec![Phase::Decode],
+            unit,
+            unavailable: None,
+            rank,
+        }
+    }
+
+    fn passed(name: &str, path: KernelPath) -> KernelCheck {
+        KernelCheck {
+            name: name.into(),
+            path,
+            phases: vec![],
+            unit: Unit::Scalar,
+            status: "passed".into(),
+            detail: None,
+        }
+    }
+
+    #[test]
+    fn candidates_prefer_rank_and_drop_scalar_when_possible() {
+        let ks = [
+            k("w4a8-scalar", KernelPath::W4A8, Unit::Scalar, 0),
+            k("w4a8-avx2", KernelPath::W4A8, Unit::Avx2Int8, 2),
+            k("w4a8-vnni", KernelPath::W4A8, Unit::Avx512Vnni, 3),
+        ];
+        let checks = [
+            passed("w4a8-scalar", KernelPath::W4A8),
+            passed("w4a8-avx2", KernelPath::W4A8),
+        ];
+        let c = candidates(&ks, &checks, KernelPath::W4A8, Phase::Decode, None);
+        let names: Vec<&str> = c.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(
+            names,
+            vec!["w4a8-avx2"],
+            "unchecked vnni and scalar are out"
+        );
+        let c = candidates(
+            &ks,
+            &checks,
+            KernelPath::W4A8,
+            Phase::Decode,
+            Some("w4a8-scalar"),
+        );
+        assert_eq!(c.len(), 1);
+        assert!(candidates(&ks, &checks, KernelPath::W4A8, Phase::Prefill, None).is_empty());
+    }
+}

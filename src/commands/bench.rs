@@ -1,0 +1,188 @@
+//! `edgeplan bench`: load the profile, the model and the plan under test, pick the
+//! executor (the real kernels, or the fake one tests use), run the bench pipeline, then
+//! print the report, `--save` it into a copy of the profile, and apply `--strict`.
+//!
+//! This is where bench and plan meet: the plan is made here (built-in catalog) and handed
+//! to bench as a [`PlanInput`]; bench never imports plan.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::Arc;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::bench::backend::{Backend, KernelPath};
+use crate::bench::clock::{Clock, FakeClock, RealClock};
+use crate::bench::fake::FakeBackend;
+use crate::bench::kernels_backend::KernelsBackend;
+use crate::bench::request::{BenchRequest, ModelSpec, resolve_threads};
+use crate::bench::verdict::{PlanInput, Status};
+use crate::bench::workload::Workload;
+use crate::bench::{self, Inputs, Outcome, save};
+use crate::error::{Exit, io_error, read_error};
+use crate::model::ModelShape;
+use crate::output;
+use crate::profile::{HardwareClass, Priority, Profile};
+
+/// The environment variable that swaps in the fake executor (tests only).
+pub const EXECUTOR_ENV: &str = "EDGEPLAN_BENCH_EXECUTOR";
+
+/// Which executor runs the GEMMs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Executor {
+    Real,
+    /// Simulated GEMMs on a virtual clock; `Some(path)` makes that path 4x slower (to
+    /// test a contradicted plan end to end).
+    Fake(Option<KernelPath>),
+}
+
+/// A resolved `bench` command line.
+#[derive(Debug, Clone)]
+pub struct BenchCommand {
+    pub request: BenchRequest,
+    pub executor: Executor,
+}
+
+/// `edgeplan bench`.
+pub fn run(cmd: BenchCommand) -> anyhow::Result<Exit> {
+    let req = &cmd.request;
+    let (profile, source) = load_profile(req.profile.as_deref())?;
+    let shape = match &req.model {
+        ModelSpec::Preset(name) => ModelShape::load(name)?,
+        ModelSpec::Config(path) => ModelShape::from_config_file(path)?,
+    };
+    let workload = Workload::from_model(&shape)?;
+    let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let (threads, thread_note) =
+        resolve_threads(req.threads, profile.cpu.usable_threads, host_cpus)?;
+    let inputs = Inputs {
+        request: req,
+        profile: &profile,
+        source: &source,
+        plan: Ok(plan_input(&profile, req.priority, &source)),
+        workload: &workload,
+        threads,
+        thread_note,
+    };
+    let outcome = match cmd.executor {
+        Executor::Fake(slow) => {
+            let clock = Arc::new(FakeClock::new(0.0));
+            let backend = FakeBackend::new(threads, clock.clone()).slowing(slow);
+            execute(&inputs, &backend, clock.as_ref())?
+        }
+        Executor::Real => {
+            let backend = KernelsBackend::new(threads)?;
+            execute(&inputs, &backend, &RealClock::new())?
+        }
+    };
+    finish(req, &profile, outcome)
+}
+
+fn execute<B: Backend>(inputs: &Inputs, backend: &B, clock: &dyn Clock) -> anyhow::Result<Outcome> {
+    bench::run(inputs, backend, clock, &Bar::new())
+}
+
+/// Prints the outcome, saves it, and picks the exit code.
+fn finish(req: &BenchRequest, profile: &Profile, outcome: Outcome) -> anyhow::Result<Exit> {
+    let (report, warnings) = match outcome {
+        Outcome::Kernels(kernels) => {
+            output::print_stdout(&bench::kernel_list(&kernels, req.json)?)?;
+            return Ok(Exit::Success);
+        }
+        Outcome::Report { report, warnings } => (report, warnings),
+    };
+    for warning in &warnings {
+        eprintln!("edgeplan: warning: {warning}");
+    }
+    let text = if req.json {
+        output::json_text(&report)?
+    } else {
+        report.to_table()
+    };
+    output::print_stdout(&text)?;
+    if let Some(path) = &req.save {
+        let mut copy = profile.clone();
+        copy.measurements = Some(save::measurements(&report));
+        std::fs::write(path, output::json_text(&copy)?)
+            .map_err(|e| io_error(format!("--save {}: cannot write: {e}", path.display())))?;
+        eprintln!(
+            "edgeplan: measurements saved into a copy of the profile at {}",
+            path.display()
+        );
+    }
+    if req.strict && report.verdict.status == Status::Contradicted {
+        eprintln!(
+            "edgeplan: bench --strict: the measurements contradict the plan: {}",
+            report.verdict.reason
+        );
+        return Ok(Exit::CheckFailed);
+    }
+    Ok(Exit::Success)
+}
+
+/// The profile to plan against: the file, or the live probe.
+fn load_profile(path: Option<&Path>) -> anyhow::Result<(Profile, String)> {
+    match path {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| read_error(path, &e))?;
+            let shown = path.display().to_string();
+            Ok((Profile::from_json(&text, &shown)?, shown))
+        }
+        None => Ok((crate::probe::live()?, "live probe".to_string())),
+    }
+}
+
+/// The plan for `profile` at `priority` (built-in catalog), as the verdict needs it.
+fn plan_input(profile: &Profile, priority: Priority, source: &str) -> PlanInput {
+    let catalog = crate::plan::Catalog::builtin();
+    let plan = crate::plan::decide(profile, priority, &catalog);
+    let bench_path = catalog
+        .get(&plan.path.name)
+        .and_then(|spec| spec.bench_path.as_deref())
+        .and_then(KernelPath::parse);
+    PlanInput {
+        name: plan.path.name,
+        bench_path,
+        priority: priority.as_str().to_string(),
+        source: source.to_string(),
+        x86_without_amx: profile.hardware_class == HardwareClass::X86Cpu
+            && !crate::plan::rules::x86_amx_int8_usable(profile),
+    }
+}
+
+/// A progress bar on stderr, only when stderr is a terminal.
+struct Bar(ProgressBar);
+
+impl Bar {
+    fn new() -> Bar {
+        if !std::io::stderr().is_terminal() {
+            return Bar(ProgressBar::hidden());
+        }
+        let bar = ProgressBar::new(0);
+        if let Ok(style) =
+            ProgressStyle::with_template("bench [{bar:20}] {pos}/{len} {msg} ({elapsed})")
+        {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        Bar(bar)
+    }
+}
+
+impl bench::Progress for Bar {
+    fn start(&self, stages: u64) {
+        self.0.set_length(stages);
+    }
+
+    fn stage(&self, what: &str) {
+        self.0.set_message(what.to_string());
+        self.0.inc(1);
+    }
+
+    fn skip(&self, n: u64) {
+        self.0.inc(n);
+    }
+
+    fn finish(&self) {
+        self.0.finish_and_clear();
+    }
+}

@@ -1,0 +1,94 @@
+//! Output helpers shared by every command: the one table preset, the JSON writer,
+//! stdout writing, and how bytes, milliseconds and percentages are shown.
+//!
+//! Formatting lives here so that a figure reads the same wherever it appears; what to
+//! show stays with the domain renderers (`plan::render`, `bench::report`,
+//! `probe::render`).
+
+use std::io::Write;
+
+use comfy_table::{Table, presets::ASCII_MARKDOWN};
+use serde::Serialize;
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// A new table in the crate's one preset (Markdown-compatible ASCII).
+pub fn table() -> Table {
+    let mut table = Table::new();
+    table.load_style(ASCII_MARKDOWN);
+    table
+}
+
+/// `value` as pretty JSON with a trailing newline.
+pub fn json_text<T: Serialize + ?Sized>(value: &T) -> anyhow::Result<String> {
+    let mut text = serde_json::to_string_pretty(value)?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// Writes `text` to stdout and flushes (a closed pipe surfaces as an error that `main`
+/// treats as success).
+pub fn print_stdout(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+/// A size for people: whole MiB below 1 GiB, else GiB with two decimals.
+pub fn bytes(b: u64) -> String {
+    let mib = b as f64 / MIB;
+    if mib >= 1024.0 {
+        format!("{:.2} GiB", mib / 1024.0)
+    } else {
+        format!("{mib:.0} MiB")
+    }
+}
+
+/// Milliseconds by magnitude: no decimals from 100, two from 1, else three.
+pub fn ms(ms: f64) -> String {
+    if ms >= 100.0 {
+        format!("{ms:.0}")
+    } else if ms >= 1.0 {
+        format!("{ms:.2}")
+    } else {
+        format!("{ms:.3}")
+    }
+}
+
+/// A percentage (82.4) with no decimals (`82%`); `-` when absent.
+pub fn percent(p: Option<f64>) -> String {
+    p.map_or_else(|| "-".to_string(), |p| format!("{p:.0}%"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_switch_from_mib_to_gib_at_one_gib() {
+        assert_eq!(bytes(69 << 20), "69 MiB");
+        assert_eq!(bytes((1 << 30) - (1 << 20)), "1023 MiB");
+        assert_eq!(bytes(1 << 30), "1.00 GiB");
+        assert_eq!(bytes(23 * (1 << 30) + (1 << 28)), "23.25 GiB");
+        assert_eq!(bytes(32 * 1024 * 1024), "32 MiB");
+        assert_eq!(bytes(3 * 1024 * 1024 * 1024 / 2), "1.50 GiB");
+    }
+
+    #[test]
+    fn formats_milliseconds_by_magnitude() {
+        assert_eq!(ms(123.4), "123");
+        assert_eq!(ms(5.914), "5.91");
+        assert_eq!(ms(0.0824), "0.082");
+    }
+
+    #[test]
+    fn percent_and_json_and_table() {
+        assert_eq!(percent(Some(82.4)), "82%");
+        assert_eq!(percent(None), "-");
+        assert_eq!(json_text(&[1]).unwrap(), "[\n  1\n]\n");
+        let mut t = table();
+        t.set_header(vec!["a"]).add_row(vec!["b"]);
+        assert!(t.to_string().starts_with("| a |"), "{t}");
+    }
+}
