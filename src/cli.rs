@@ -118,7 +118,7 @@ pub struct PlanArgs {
     #[arg(long, value_name = "DTYPE", default_value = "bf16", requires = "model")]
     pub kv_dtype: String,
     /// Fraction of the budget kept free for activations and the allocator (0..1).
-    #[arg(long, value_name = "FRACTION", requires = "model")]
+    #[arg(long, value_name = "FRACTION", requires = "model", allow_negative_numbers = true)]
     pub headroom: Option<f64>,
 }
 

@@ -6,4 +6,5 @@ mod cli;
 mod plan;
 mod plan_measured;
 mod probe;
+mod snippets;
 mod util;

@@ -117,6 +117,9 @@ pub fn run(request: PlanRequest) -> anyhow::Result<Exit> {
     let fleet_view = request.format == PlanFormat::Table && inputs.profiles.len() > 1;
     let mut fleet = fleet_view.then(|| render::FleetTable::new(request.explain, fit.is_some()));
     let mut too_big = false;
+    // env and args feed `eval` and `$(...)`: they are held back and printed only on
+    // success, so a failing command leaves a script nothing to run with.
+    let mut held: Vec<u8> = Vec::new();
     for one in &inputs.profiles {
         let mut plan = plan_one(one, request.priority, &catalog);
         if let (Some(fit), Some(spec)) = (&fit, catalog.get(&plan.path.name)) {
@@ -135,8 +138,8 @@ pub fn run(request: PlanRequest) -> anyhow::Result<Exit> {
             (PlanFormat::Table, None) => render::table_one(&mut out, &plan, request.explain)?,
             (PlanFormat::Json, _) => render::json(&mut out, &plan)?,
             (PlanFormat::Jsonl, _) => render::jsonl(&mut out, std::slice::from_ref(&plan))?,
-            (PlanFormat::Env, _) => render::env(&mut out, &plan)?,
-            (PlanFormat::Args, _) => render::args(&mut out, &plan)?,
+            (PlanFormat::Env, _) => render::env(&mut held, &plan)?,
+            (PlanFormat::Args, _) => render::args(&mut held, &plan)?,
         }
         if let Some(want) = request.expect.as_ref().filter(|w| **w != plan.path.name) {
             mismatch = true;
@@ -151,15 +154,19 @@ pub fn run(request: PlanRequest) -> anyhow::Result<Exit> {
     if let Some(fleet) = fleet {
         fleet.finish(&mut out)?;
     }
-    out.flush()?;
 
     // Precedence: unreadable input, then "does not fit", then an --expect mismatch.
-    Ok(match first_error {
+    let exit = match first_error {
         Some(code) => code,
         None if too_big => Exit::DoesNotFit,
         None if mismatch => Exit::CheckFailed,
         None => Exit::Success,
-    })
+    };
+    if exit == Exit::Success {
+        out.write_all(&held)?;
+    }
+    out.flush()?;
+    Ok(exit)
 }
 
 /// `json`, `env` and `args` describe one device: a usage error for a fleet.
