@@ -80,6 +80,8 @@ pub enum PlanFormatArg {
     Jsonl,
     Env,
     Args,
+    /// A bash script that builds the checkpoint with public tools and serves it.
+    Script,
 }
 
 #[derive(Debug, Args)]
@@ -118,7 +120,12 @@ pub struct PlanArgs {
     #[arg(long, value_name = "DTYPE", default_value = "bf16", requires = "model")]
     pub kv_dtype: String,
     /// Fraction of the budget kept free for activations and the allocator (0..1).
-    #[arg(long, value_name = "FRACTION", requires = "model", allow_negative_numbers = true)]
+    #[arg(
+        long,
+        value_name = "FRACTION",
+        requires = "model",
+        allow_negative_numbers = true
+    )]
     pub headroom: Option<f64>,
 }
 
@@ -260,6 +267,7 @@ fn plan_request(args: PlanArgs) -> anyhow::Result<PlanRequest> {
             PlanFormatArg::Jsonl => PlanFormat::Jsonl,
             PlanFormatArg::Env => PlanFormat::Env,
             PlanFormatArg::Args => PlanFormat::Args,
+            PlanFormatArg::Script => PlanFormat::Script,
         },
         expect: args.expect,
         explain: args.explain,

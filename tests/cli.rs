@@ -21,8 +21,17 @@ fn a_negative_headroom_is_a_value_not_a_flag() {
     edgeplan()
         .args(["plan", "--profile"])
         .arg(crate::util::fixture("profiles/hand-x86-amx-usable.json"))
-        .args(["--model", "qwen3-1.7b", "--context", "4096", "--headroom", "-1"])
+        .args([
+            "--model",
+            "qwen3-1.7b",
+            "--context",
+            "4096",
+            "--headroom",
+            "-1",
+        ])
         .assert()
         .code(2)
-        .stderr(predicates::str::contains("--headroom -1 must be a fraction"));
+        .stderr(predicates::str::contains(
+            "--headroom -1 must be a fraction",
+        ));
 }

@@ -6,5 +6,6 @@ mod cli;
 mod plan;
 mod plan_measured;
 mod probe;
+mod script;
 mod snippets;
 mod util;

@@ -110,7 +110,7 @@ fn json_plan_has_the_contract_keys_and_the_table_values() {
     assert!(p.path.verified && p.path.runs_in_vllm && !p.path.fused_cpu_norms);
     assert_eq!(
         p.path.build_with.as_deref(),
-        Some("analysis/experiments/spark_edge/quantize_gptq_int4.py")
+        Some("edgeplan plan --format script (GPTQModel: 4-bit, group 128)")
     );
     assert_eq!(
         serde_json::Value::Object(p.engine_kwargs),
@@ -314,7 +314,7 @@ fn expect_exits_1_on_mismatch_and_0_on_match() {
         .arg(&amx)
         .assert()
         .code(1)
-        .stdout("--quantization cpu_int4\n")
+        .stdout("")
         .stderr(predicate::str::contains(
             "--expect w4a8-amx: hand-x86-amx-usable planned w4a16-tinygemm",
         ));
@@ -375,7 +375,7 @@ fn env_format_evals_in_sh_and_args_substitute_into_a_command() {
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
         "path=w4a8-amx q=gptq vllm=1 threads=24\n\
-build=analysis/experiments/spark_edge/quantize_gptq_int4.py\n\
+build=edgeplan plan --format script (GPTQModel: 4-bit, group 128)\n\
 npu=export-qnn-w8a16 q=[] vllm=0\n\
 argv=5: vllm serve MODEL --quantization gptq\n\
 argv=3: vllm serve MODEL\n"
@@ -639,7 +639,7 @@ fn a_replacement_catalog_changes_the_data_not_the_rules() {
         dir.path(),
         "custom.toml",
         &builtin.replace(
-            "analysis/experiments/spark_edge/quantize_gptq_int4.py",
+            "edgeplan plan --format script (GPTQModel: 4-bit, group 128)",
             "tools/our_gptq.py",
         ),
     );

@@ -42,7 +42,10 @@ pub fn documented_snippets() -> Vec<(String, String)> {
     for doc in docs {
         let text = std::fs::read_to_string(&doc).unwrap();
         for block in bash_blocks(&text) {
-            out.push((doc.file_name().unwrap().to_string_lossy().into_owned(), block));
+            out.push((
+                doc.file_name().unwrap().to_string_lossy().into_owned(),
+                block,
+            ));
         }
     }
     out
@@ -53,8 +56,11 @@ pub fn documented_snippets() -> Vec<(String, String)> {
 pub fn stub_bin(dir: &Path) -> PathBuf {
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(assert_cmd::cargo::cargo_bin("edgeplan"), bin.join("edgeplan"))
-        .unwrap();
+    std::os::unix::fs::symlink(
+        assert_cmd::cargo::cargo_bin("edgeplan"),
+        bin.join("edgeplan"),
+    )
+    .unwrap();
     let stub = bin.join("vllm");
     std::fs::write(&stub, "#!/bin/sh\nprintf '%s\\n' \"$*\" >> \"$VLLM_LOG\"\n").unwrap();
     use std::os::unix::fs::PermissionsExt;
@@ -68,7 +74,11 @@ fn run_snippet(script: &str, profile: &Path) -> (Option<i32>, Option<String>, St
     let dir = tempfile::tempdir().unwrap();
     let bin = stub_bin(dir.path());
     let log = dir.path().join("vllm.log");
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let out = std::process::Command::new("bash")
         .args(["-euo", "pipefail", "-c", script])
         .env("PATH", path)
@@ -87,7 +97,10 @@ fn run_snippet(script: &str, profile: &Path) -> (Option<i32>, Option<String>, St
 #[test]
 fn every_documented_bash_snippet_serves_on_a_good_profile_and_stops_on_a_bad_one() {
     let snippets = documented_snippets();
-    assert!(snippets.len() >= 3, "expected the README and docs deploy snippets");
+    assert!(
+        snippets.len() >= 3,
+        "expected the README and docs deploy snippets"
+    );
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, r#"{"schema_version": 1}"#).unwrap();
@@ -95,12 +108,20 @@ fn every_documented_bash_snippet_serves_on_a_good_profile_and_stops_on_a_bad_one
     for (doc, script) in &snippets {
         let good = fixture("profiles/hand-x86-amx-usable.json");
         let (code, vllm, stderr) = run_snippet(script, &good);
-        assert_eq!(code, Some(0), "{doc}: good profile failed:\n{script}\n{stderr}");
+        assert_eq!(
+            code,
+            Some(0),
+            "{doc}: good profile failed:\n{script}\n{stderr}"
+        );
         let vllm = vllm.unwrap_or_else(|| panic!("{doc}: vllm never ran:\n{script}"));
         assert!(vllm.starts_with("serve "), "{doc}: {vllm}");
         for profile in [&bad, &missing] {
             let (code, vllm, stderr) = run_snippet(script, profile);
-            assert_ne!(code, Some(0), "{doc}: a bad profile did not stop:\n{script}");
+            assert_ne!(
+                code,
+                Some(0),
+                "{doc}: a bad profile did not stop:\n{script}"
+            );
             assert!(vllm.is_none(), "{doc}: vllm ran on a bad profile: {vllm:?}");
             assert!(stderr.contains("edgeplan: "), "{doc}: {stderr}");
         }
@@ -113,7 +134,14 @@ fn env_and_args_print_nothing_on_failure_or_when_the_model_does_not_fit() {
     for format in ["env", "args"] {
         // Does not fit: a 70B-class context on a 16 GiB container.
         edgeplan()
-            .args(["plan", "--format", format, "--model", "qwen3-1.7b", "--context"])
+            .args([
+                "plan",
+                "--format",
+                format,
+                "--model",
+                "qwen3-1.7b",
+                "--context",
+            ])
             .arg("100000000")
             .arg("--profile")
             .arg(fixture("profiles/x86-container-cgroup2.json"))
@@ -127,7 +155,13 @@ fn env_and_args_print_nothing_on_failure_or_when_the_model_does_not_fit() {
             .code(1)
             .stdout("");
         edgeplan()
-            .args(["plan", "--format", format, "--profile", "/nonexistent/p.json"])
+            .args([
+                "plan",
+                "--format",
+                format,
+                "--profile",
+                "/nonexistent/p.json",
+            ])
             .assert()
             .code(66)
             .stdout("");

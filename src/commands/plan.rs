@@ -35,6 +35,8 @@ pub enum PlanFormat {
     Jsonl,
     Env,
     Args,
+    /// A bash script that builds the checkpoint and serves it.
+    Script,
 }
 
 /// Where the profiles come from.
@@ -117,7 +119,7 @@ pub fn run(request: PlanRequest) -> anyhow::Result<Exit> {
     let fleet_view = request.format == PlanFormat::Table && inputs.profiles.len() > 1;
     let mut fleet = fleet_view.then(|| render::FleetTable::new(request.explain, fit.is_some()));
     let mut too_big = false;
-    // env and args feed `eval` and `$(...)`: they are held back and printed only on
+    // env, args and script feed `eval` and `$(...)`: they are held back and printed only on
     // success, so a failing command leaves a script nothing to run with.
     let mut held: Vec<u8> = Vec::new();
     for one in &inputs.profiles {
@@ -140,6 +142,12 @@ pub fn run(request: PlanRequest) -> anyhow::Result<Exit> {
             (PlanFormat::Jsonl, _) => render::jsonl(&mut out, std::slice::from_ref(&plan))?,
             (PlanFormat::Env, _) => render::env(&mut held, &plan)?,
             (PlanFormat::Args, _) => render::args(&mut held, &plan)?,
+            (PlanFormat::Script, _) => {
+                let lm_head = catalog.get(&plan.path.name).map(|spec| spec.lm_head);
+                let text = crate::plan::script::script(&plan, &one.profile, lm_head)
+                    .with_context(|| one.label.clone())?;
+                held.extend_from_slice(text.as_bytes());
+            }
         }
         if let Some(want) = request.expect.as_ref().filter(|w| **w != plan.path.name) {
             mismatch = true;
@@ -175,6 +183,7 @@ fn check_single(format: PlanFormat, inputs: usize) -> anyhow::Result<()> {
         PlanFormat::Json => "json",
         PlanFormat::Env => "env",
         PlanFormat::Args => "args",
+        PlanFormat::Script => "script",
         PlanFormat::Table | PlanFormat::Jsonl => return Ok(()),
     };
     if inputs > 1 {

@@ -461,7 +461,7 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         let want = "EDGEPLAN_DEVICE='box 1'\nEDGEPLAN_CLASS=x86_cpu\nEDGEPLAN_PRIORITY=speed\n\
 EDGEPLAN_PATH=w4a16-tinygemm\nEDGEPLAN_QUANTIZATION=cpu_int4\nEDGEPLAN_GROUP_SIZE=128\n\
-EDGEPLAN_BITS_PER_WEIGHT=4.25\nEDGEPLAN_BUILD_WITH=analysis/experiments/spark_edge/quantize_int4.py\n\
+EDGEPLAN_BITS_PER_WEIGHT=4.25\nEDGEPLAN_BUILD_WITH='edgeplan plan --format script (GPTQModel: 4-bit, group 128)'\n\
 EDGEPLAN_RUNS_IN_VLLM=1\nEDGEPLAN_VERIFIED=1\nEDGEPLAN_ENGINE_ARGS='--quantization cpu_int4'\nEDGEPLAN_THREADS=6\n";
         assert_eq!(text, want);
     }
