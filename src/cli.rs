@@ -12,6 +12,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::commands::bench::{BenchCommand, EXECUTOR_ENV, Executor};
 use crate::commands::plan::{FitArgs, PlanFormat, PlanRequest, Source};
 use crate::commands::probe::{ProbeFormat, ProbeRequest};
+use crate::commands::schema::SchemaKind;
 use crate::commands::{CheckRequest, Request};
 use crate::error::usage;
 use crate::profile::Priority;
@@ -37,6 +38,43 @@ pub enum Command {
     Check(CheckArgs),
     /// Run the bundled int4 GEMM kernels on this host to confirm the plan.
     Bench(BenchArgs),
+    /// Print the JSON Schema of a document edgeplan reads or writes.
+    Schema(SchemaArgs),
+    /// Print a shell completion script (bash, zsh or fish).
+    Completions(CompletionsArgs),
+    /// Print the man page (roff), e.g. `edgeplan man > edgeplan.1`.
+    Man,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchemaKindArg {
+    /// The device profile (`probe --format json`, `plan --profile`).
+    Profile,
+    /// The plan (`plan --format json`, each line of `--format jsonl`).
+    Plan,
+    /// The `check` manifest (TOML, checked as its JSON equivalent).
+    Check,
+}
+
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// Which document.
+    #[arg(value_enum)]
+    pub kind: SchemaKindArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShellArg {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: ShellArg,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -203,7 +241,47 @@ pub(crate) fn resolve(cli: Cli) -> anyhow::Result<Request> {
             catalog: args.catalog,
         }),
         Command::Bench(args) => Request::Bench(bench_request(args)?),
+        Command::Schema(args) => Request::Schema(match args.kind {
+            SchemaKindArg::Profile => SchemaKind::Profile,
+            SchemaKindArg::Plan => SchemaKind::Plan,
+            SchemaKindArg::Check => SchemaKind::Check,
+        }),
+        Command::Completions(args) => Request::Text(completions(args.shell)),
+        Command::Man => Request::Text(man_page()?),
     })
+}
+
+/// The completion script for `shell`, from the clap definition above.
+fn completions(shell: ShellArg) -> String {
+    use clap::CommandFactory;
+    use clap_complete::Shell;
+    let shell = match shell {
+        ShellArg::Bash => Shell::Bash,
+        ShellArg::Zsh => Shell::Zsh,
+        ShellArg::Fish => Shell::Fish,
+    };
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "edgeplan", &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The man page (roff) for edgeplan and its subcommands, from the clap definition.
+fn man_page() -> anyhow::Result<String> {
+    use clap::CommandFactory;
+    let command = Cli::command();
+    let mut out = Vec::new();
+    clap_mangen::Man::new(command.clone()).render(&mut out)?;
+    // One section per subcommand: its synopsis, description and options.
+    for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = sub.get_name().to_string();
+        let sub = sub.clone().bin_name(format!("edgeplan {name}"));
+        out.extend_from_slice(format!(".SH \"EDGEPLAN {}\"\n", name.to_uppercase()).as_bytes());
+        let man = clap_mangen::Man::new(sub);
+        man.render_synopsis_section(&mut out)?;
+        man.render_description_section(&mut out)?;
+        man.render_options_section(&mut out)?;
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
 fn probe_request(args: ProbeArgs) -> ProbeRequest {

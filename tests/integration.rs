@@ -6,6 +6,7 @@ mod cli;
 mod plan;
 mod plan_measured;
 mod probe;
+mod schema;
 mod script;
 mod snippets;
 mod util;

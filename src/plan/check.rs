@@ -22,19 +22,26 @@ use crate::error::{Exit, data_error, exit_for, read_error};
 /// Manifests bigger than this are refused.
 const MAX_MANIFEST_BYTES: u64 = 4 << 20;
 
-#[derive(Deserialize)]
+/// The `check` manifest (TOML): `[[case]]` entries.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct RawManifest {
+#[schemars(rename = "CheckManifest")]
+pub(crate) struct RawManifest {
+    /// The cases, each a profile planned at a priority and the path it must get.
     #[serde(default)]
+    #[schemars(with = "Vec<RawCase>")]
     case: Vec<Spanned<RawCase>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawCase {
+    /// The profile file, relative to the manifest.
     profile: String,
+    /// `speed` (the default) or `fidelity`.
     #[serde(default = "speed")]
     priority: Priority,
+    #[schemars(with = "String")]
     expect: Spanned<String>,
 }
 

@@ -49,7 +49,7 @@ pub struct FitRequest {
 }
 
 /// The KV cache element type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum KvDtype {
     Bf16,
@@ -92,7 +92,7 @@ impl KvDtype {
 }
 
 /// The weights, by part, in bytes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WeightBytes {
     /// The decoder layers' linears, at the path's bits per weight.
     pub linears: u64,
@@ -105,7 +105,7 @@ pub struct WeightBytes {
 }
 
 /// KV cache of one layer kind.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KvPart {
     pub kind: LayerKindName,
     pub layers: u64,
@@ -115,7 +115,7 @@ pub struct KvPart {
 }
 
 /// Layer kind names as the JSON spells them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LayerKindName {
     FullAttention,
@@ -124,7 +124,7 @@ pub enum LayerKindName {
 }
 
 /// The fit, as `plan` reports it (`memory` in the plan JSON).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MemoryFit {
     pub model: String,
     pub context: u64,
