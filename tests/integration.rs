@@ -3,6 +3,7 @@
 mod architecture;
 mod bench;
 mod cli;
+mod deploy;
 mod plan;
 mod plan_measured;
 mod probe;

@@ -214,7 +214,7 @@ fn gpus_jetson_and_android() {
     assert_eq!(nvidia.len(), 1);
     assert_eq!(nvidia[0].name.as_deref(), Some("NVIDIA H100 PCIe"));
     assert_eq!(nvidia[0].compute_capability.as_deref(), Some("9.0"));
-    assert_eq!(nvidia[0].memory_bytes, None, "no NVML, no VRAM figure");
+    assert_eq!(nvidia[0].memory_bytes, Some(80 << 30), "device-id table");
     assert_eq!(nvidia[0].device_id.as_deref(), Some("0x2331"));
     assert_eq!(nvidia[0].driver.as_deref(), Some("nvidia"));
     let bmc = h100.gpus.iter().find(|g| g.vendor == "aspeed").unwrap();

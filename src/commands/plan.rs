@@ -110,7 +110,7 @@ pub fn run(request: PlanRequest) -> anyhow::Result<Exit> {
         eprintln!("edgeplan: {err:#}");
         first_error.get_or_insert(exit_for(err));
     }
-    let hint = expect_hint(request.expect.as_deref(), &catalog);
+    check_expect(request.expect.as_deref(), &catalog)?;
     let mut mismatch = false;
 
     // Plans are rendered as they are made, so a large fleet is never held in memory.
@@ -126,6 +126,12 @@ pub fn run(request: PlanRequest) -> anyhow::Result<Exit> {
         let mut plan = plan_one(one, request.priority, &catalog);
         if let (Some(fit), Some(spec)) = (&fit, catalog.get(&plan.path.name)) {
             let memory = memory::fit(&one.profile, spec, fit);
+            if memory.fits.is_none() {
+                eprintln!(
+                    "edgeplan: warning: {}: memory fit unknown ({}); not a pass",
+                    one.label, memory.budget_source
+                );
+            }
             if memory.fits == Some(false) {
                 too_big = true;
                 eprintln!(
@@ -152,7 +158,7 @@ pub fn run(request: PlanRequest) -> anyhow::Result<Exit> {
         if let Some(want) = request.expect.as_ref().filter(|w| **w != plan.path.name) {
             mismatch = true;
             eprintln!(
-                "edgeplan: --expect {want}: {} planned {} at priority {}{hint}",
+                "edgeplan: --expect {want}: {} planned {} at priority {}",
                 plan.device.as_deref().unwrap_or("the device"),
                 plan.path.name,
                 plan.priority.as_str()
@@ -194,13 +200,18 @@ fn check_single(format: PlanFormat, inputs: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A hint for `--expect NAME` when NAME is not a path of the catalog.
-fn expect_hint(expect: Option<&str>, catalog: &Catalog) -> String {
+/// `--expect NAME` must name a path of the catalog: bad input data (65), as an unknown
+/// `expect` in a `check` manifest is.
+fn check_expect(expect: Option<&str>, catalog: &Catalog) -> anyhow::Result<()> {
     match expect {
-        Some(want) if catalog.get(want).is_none() => format!(
-            " (`{want}` is not a path in the {}; check the spelling)",
-            catalog.origin
-        ),
-        _ => String::new(),
+        Some(want) if catalog.get(want).is_none() => {
+            let known: Vec<&str> = catalog.paths().iter().map(|p| p.name.as_str()).collect();
+            Err(crate::error::data_error(format!(
+                "--expect {want}: not a path in the {} (known: {})",
+                catalog.origin,
+                known.join(", ")
+            )))
+        }
+        _ => Ok(()),
     }
 }

@@ -161,7 +161,17 @@ pub fn run_cases(
             if ok {
                 passed += 1
             } else {
-                failed += 1
+                failed += 1;
+                writeln!(
+                    err,
+                    "edgeplan: {}:{}: {} planned {} at priority {}, expected {}",
+                    manifest.display(),
+                    case.line,
+                    one.label,
+                    plan.path.name,
+                    case.priority.as_str(),
+                    case.expect
+                )?;
             }
             table.add_row(vec![
                 case.line.to_string(),

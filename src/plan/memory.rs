@@ -235,7 +235,12 @@ pub fn budget(profile: &Profile) -> (Option<u64>, String) {
                 Some(gpu) => match gpu.memory_bytes {
                     Some(bytes) => {
                         let name = gpu.name.as_deref().unwrap_or("the GPU");
-                        (Some(bytes), format!("GPU memory of {name}{many}"))
+                        let from = gpu
+                            .sources
+                            .get("memory_bytes")
+                            .map(|s| format!(", from the {s}"))
+                            .unwrap_or_default();
+                        (Some(bytes), format!("GPU memory of {name}{many}{from}"))
                     }
                     None => (
                         None,
