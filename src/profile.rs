@@ -528,6 +528,19 @@ pub struct Detection {
     pub how: Option<String>,
 }
 
+/// serde's `invalid type: string "yes", expected a boolean` as `expected a boolean,
+/// got string "yes"`: what the field needs first, then what it held.
+fn readable_serde_error(message: &str) -> String {
+    for prefix in ["invalid type: ", "invalid value: "] {
+        if let Some(rest) = message.strip_prefix(prefix)
+            && let Some((got, expected)) = rest.rsplit_once(", expected ")
+        {
+            return format!("expected {expected}, got {got}");
+        }
+    }
+    message.to_string()
+}
+
 impl Profile {
     /// Parses one profile from JSON text. `origin` names the input in errors.
     /// Checks `schema_version` before the shape so a version-2 profile says so.
@@ -557,8 +570,15 @@ impl Profile {
             }
             Some(_) => {}
         }
-        serde_json::from_value(value)
-            .map_err(|e| data_error(format!("{origin}: not an edgeplan profile: {e}")))
+        serde_path_to_error::deserialize(value).map_err(|e| {
+            let path = e.path().to_string();
+            let message = readable_serde_error(&e.inner().to_string());
+            if path == "." {
+                data_error(format!("{origin}: not an edgeplan profile: {message}"))
+            } else {
+                data_error(format!("{origin}: {path}: {message}"))
+            }
+        })
     }
 
     /// Whether a feature may be relied on. Falls back to the `/proc/cpuinfo` flag when

@@ -131,3 +131,74 @@ fn an_unknown_path_name_is_65_in_plan_and_in_check() {
     .unwrap();
     edgeplan().arg("check").arg(&manifest).assert().code(65);
 }
+
+/// Runs `edgeplan` to completion and returns (exit code, stdout lines, peak RSS in KiB),
+/// the peak taken from the child's own rusage (wait4).
+// The child is reaped by `libc::wait4` (for its rusage), not `Child::wait`.
+#[allow(clippy::zombie_processes)]
+fn run_measured(args: &[&std::ffi::OsStr]) -> (i32, u64, i64) {
+    use std::io::Read;
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("edgeplan"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut lines = 0u64;
+    loop {
+        let n = stdout.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        lines += buf[..n].iter().filter(|b| **b == b'\n').count() as u64;
+    }
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: the pid is our own unwaited child; status and usage are valid out-pointers.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert!(pid > 0);
+    let code = libc::WEXITSTATUS(status);
+    (code, lines, usage.ru_maxrss)
+}
+
+#[test]
+fn a_fleet_over_64_mib_streams_in_constant_memory_with_error_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("profiles/hand-x86-amx-usable.json")).unwrap();
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let line = serde_json::to_string(&value).unwrap();
+    let path = dir.path().join("fleet.jsonl");
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    let mut written = 0usize;
+    let mut count = 0u64;
+    use std::io::Write;
+    while written < 68 << 20 {
+        if count == 1000 {
+            writeln!(file, "{{\"schema_version\": 1, \"cpu\": \"broken\"}}").unwrap();
+        } else {
+            writeln!(file, "{line}").unwrap();
+        }
+        written += line.len() + 1;
+        count += 1;
+    }
+    file.flush().unwrap();
+    drop(file);
+    let (code, lines, rss_kib) = run_measured(&[
+        "plan".as_ref(),
+        "--format".as_ref(),
+        "jsonl".as_ref(),
+        "--profile".as_ref(),
+        path.as_os_str(),
+    ]);
+    assert_eq!(code, 65, "one bad line");
+    assert_eq!(lines, count, "one record per line, the bad one included");
+    assert!(
+        rss_kib < 100 * 1024,
+        "peak RSS {} MiB for a {} MiB fleet",
+        rss_kib / 1024,
+        written >> 20
+    );
+}

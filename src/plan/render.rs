@@ -57,6 +57,34 @@ pub fn jsonl(out: &mut dyn Write, plans: &[Plan]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `--format jsonl`: the record for an input that gave no plan (`exit` is the code the
+/// run will end with for it), so a consumer of the stream sees every input.
+pub fn jsonl_error(
+    out: &mut dyn Write,
+    source: &str,
+    line: Option<usize>,
+    error: &str,
+    exit: u8,
+) -> anyhow::Result<()> {
+    #[derive(serde::Serialize)]
+    struct ErrorRecord<'a> {
+        source: &'a str,
+        line: Option<usize>,
+        error: &'a str,
+        exit: u8,
+    }
+    let record = ErrorRecord {
+        source,
+        line,
+        error,
+        exit,
+    };
+    let mut text = serde_json::to_vec(&record)?;
+    text.push(b'\n');
+    out.write_all(&text)?;
+    Ok(())
+}
+
 /// `--format args`: the vLLM flags, nothing at all when there are none.
 pub fn args(out: &mut dyn Write, plan: &Plan) -> anyhow::Result<()> {
     let flags = vllm_flags(plan);
