@@ -169,8 +169,9 @@ pub struct PlanArgs {
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// The manifest: [[case]] entries with profile, priority and expect.
-    #[arg(value_name = "MANIFEST.toml")]
+    /// The manifest: [[case]] entries with profile, priority and expect; `-` for stdin
+    /// (profile paths are then relative to the current directory).
+    #[arg(value_name = "MANIFEST.toml|-")]
     pub manifest: PathBuf,
     /// Replace the built-in path catalog with this TOML file.
     #[arg(long, value_name = "FILE")]
@@ -214,8 +215,8 @@ pub struct BenchArgs {
     /// Fewer layers and repeats (still a working set over the L3).
     #[arg(long)]
     pub quick: bool,
-    /// The profile to plan against (default: probe the live host).
-    #[arg(long, value_name = "FILE")]
+    /// The profile to plan against, `-` for stdin (default: probe the live host).
+    #[arg(long, value_name = "FILE|-")]
     pub profile: Option<PathBuf>,
     /// Priority of the plan being confirmed.
     #[arg(long, value_enum, default_value = "speed")]
@@ -373,6 +374,16 @@ fn bench_request(args: BenchArgs) -> anyhow::Result<BenchCommand> {
         if !paths.contains(&path) {
             paths.push(path);
         }
+    }
+    // The kernels read EDGEPLAN_KERNEL themselves; a name that is no variant would be
+    // ignored there, so it is refused here, before any work.
+    if let Ok(name) = std::env::var("EDGEPLAN_KERNEL")
+        && !name.is_empty()
+        && crate::kernels::registry::by_name(&name).is_err()
+    {
+        return Err(usage(format!(
+            "EDGEPLAN_KERNEL={name}: not a kernel variant (`edgeplan bench --list-kernels` lists them)"
+        )));
     }
     if args.threads == Some(0) {
         return Err(usage("--threads 0: at least one thread is needed"));

@@ -202,3 +202,85 @@ fn a_fleet_over_64_mib_streams_in_constant_memory_with_error_records() {
         written >> 20
     );
 }
+
+#[test]
+fn check_and_bench_read_stdin_with_dash() {
+    let manifest = format!(
+        "[[case]]\nprofile = {:?}\nexpect = \"w4a8-amx\"\n",
+        fixture("profiles/hand-x86-amx-usable.json")
+            .display()
+            .to_string()
+    );
+    edgeplan()
+        .args(["check", "-"])
+        .write_stdin(manifest)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("1 passed, 0 failed"));
+    let text = std::fs::read_to_string(fixture("profiles/hand-x86-amx-usable.json")).unwrap();
+    edgeplan()
+        .env("EDGEPLAN_BENCH_EXECUTOR", "fake")
+        .args(["bench", "--quick", "--format", "json", "--profile", "-"])
+        .args(["--model-config"])
+        .arg(fixture("bench/tiny-config.json"))
+        .write_stdin(text)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("\"verdict\""));
+    edgeplan()
+        .args(["bench", "--profile", "-", "--list-kernels"])
+        .write_stdin("{\"schema_version\": 1, \"cpu\": 3}")
+        .assert()
+        .code(65)
+        .stderr(predicate::str::contains("stdin: cpu: expected struct Cpu"));
+}
+
+#[test]
+fn a_bogus_kernel_override_is_a_usage_error() {
+    edgeplan()
+        .env("EDGEPLAN_KERNEL", "bogus")
+        .args(["bench", "--list-kernels"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "EDGEPLAN_KERNEL=bogus: not a kernel variant",
+        ));
+}
+
+#[test]
+fn bench_save_to_an_unwritable_place_fails_before_the_run() {
+    edgeplan()
+        .env("EDGEPLAN_BENCH_EXECUTOR", "fake")
+        .args([
+            "bench",
+            "--quick",
+            "--save",
+            "/nonexistent-dir/measured.json",
+            "--profile",
+        ])
+        .arg(fixture("profiles/hand-x86-amx-usable.json"))
+        .assert()
+        .code(74)
+        .stdout("")
+        .stderr(predicate::str::contains(
+            "--save /nonexistent-dir/measured.json: cannot write",
+        ));
+}
+
+#[test]
+fn a_type_error_names_the_field_path() {
+    let text = std::fs::read_to_string(fixture("profiles/hand-x86-amx-usable.json")).unwrap();
+    let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    value["cpu"]["features"]["amx_int8"]["usable"] = serde_json::json!("yes");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("x.json");
+    std::fs::write(&file, value.to_string()).unwrap();
+    edgeplan()
+        .args(["plan", "--profile"])
+        .arg(&file)
+        .assert()
+        .code(65)
+        .stderr(predicate::str::contains(
+            "x.json: cpu.features.amx_int8.usable: expected a boolean, got string \"yes\"",
+        ));
+}

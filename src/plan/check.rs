@@ -62,6 +62,22 @@ pub struct Case {
 
 /// Reads and checks a manifest: 66 when missing, 65 when malformed.
 pub fn read_manifest(path: &Path, catalog: &Catalog) -> anyhow::Result<Vec<Case>> {
+    if path.as_os_str() == "-" {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(std::io::stdin().lock(), MAX_MANIFEST_BYTES + 1),
+            &mut bytes,
+        )
+        .map_err(|e| crate::error::io_error(format!("stdin: cannot read: {e}")))?;
+        if bytes.len() as u64 > MAX_MANIFEST_BYTES {
+            return Err(data_error(format!(
+                "stdin: manifest larger than {MAX_MANIFEST_BYTES} bytes"
+            )));
+        }
+        let text = String::from_utf8(bytes)
+            .map_err(|_| data_error("stdin: manifest is not UTF-8 text"))?;
+        return parse_manifest(&text, "stdin", catalog);
+    }
     let shown = path.display().to_string();
     let meta = std::fs::metadata(path).map_err(|e| read_error(path, &e))?;
     if meta.is_dir() {
