@@ -4,6 +4,7 @@ mod architecture;
 mod bench;
 mod cli;
 mod deploy;
+mod integrations;
 mod plan;
 mod plan_measured;
 mod probe;

@@ -55,6 +55,9 @@ pub fn documented_snippets() -> Vec<(String, String)> {
 /// arguments in `$VLLM_LOG`.
 pub fn stub_bin(dir: &Path) -> PathBuf {
     let bin = dir.join("bin");
+    if bin.join("vllm").exists() {
+        return bin;
+    }
     std::fs::create_dir_all(&bin).unwrap();
     std::os::unix::fs::symlink(
         assert_cmd::cargo::cargo_bin("edgeplan"),
