@@ -284,3 +284,17 @@ fn a_type_error_names_the_field_path() {
             "x.json: cpu.features.amx_int8.usable: expected a boolean, got string \"yes\"",
         ));
 }
+
+#[test]
+fn the_manifest_states_the_rust_version_and_ships_no_debug_info() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"),
+    )
+    .unwrap();
+    let manifest: toml::Value = toml::from_str(&text).unwrap();
+    let version = manifest["package"]["rust-version"].as_str().unwrap();
+    assert!(version.starts_with("1."), "{version}");
+    let release = &manifest["profile"]["release"];
+    assert_eq!(release["debug"].as_bool(), Some(false));
+    assert_eq!(release["strip"].as_str(), Some("debuginfo"));
+}
