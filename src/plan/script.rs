@@ -197,7 +197,7 @@ print(f"wrote {{out_dir}}", file=sys.stderr)
 "#,
         name = p.name,
         head = if head_quantized {
-            "quantized (untied)"
+            "quantized, untied first when tied"
         } else {
             "model dtype"
         },
