@@ -12,6 +12,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::commands::bench::{BenchCommand, EXECUTOR_ENV, Executor};
 use crate::commands::plan::{FitArgs, PlanFormat, PlanRequest, Source};
 use crate::commands::probe::{ProbeFormat, ProbeRequest};
+use crate::commands::schema::SchemaKind;
 use crate::commands::{CheckRequest, Request};
 use crate::error::usage;
 use crate::profile::Priority;
@@ -37,6 +38,43 @@ pub enum Command {
     Check(CheckArgs),
     /// Run the bundled int4 GEMM kernels on this host to confirm the plan.
     Bench(BenchArgs),
+    /// Print the JSON Schema of a document edgeplan reads or writes.
+    Schema(SchemaArgs),
+    /// Print a shell completion script (bash, zsh or fish).
+    Completions(CompletionsArgs),
+    /// Print the man page (roff), e.g. `edgeplan man > edgeplan.1`.
+    Man,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchemaKindArg {
+    /// The device profile (`probe --format json`, `plan --profile`).
+    Profile,
+    /// The plan (`plan --format json`, each line of `--format jsonl`).
+    Plan,
+    /// The `check` manifest (TOML, checked as its JSON equivalent).
+    Check,
+}
+
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// Which document.
+    #[arg(value_enum)]
+    pub kind: SchemaKindArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShellArg {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: ShellArg,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -80,6 +118,8 @@ pub enum PlanFormatArg {
     Jsonl,
     Env,
     Args,
+    /// A bash script that builds the checkpoint with public tools and serves it.
+    Script,
 }
 
 #[derive(Debug, Args)]
@@ -118,14 +158,20 @@ pub struct PlanArgs {
     #[arg(long, value_name = "DTYPE", default_value = "bf16", requires = "model")]
     pub kv_dtype: String,
     /// Fraction of the budget kept free for activations and the allocator (0..1).
-    #[arg(long, value_name = "FRACTION", requires = "model")]
+    #[arg(
+        long,
+        value_name = "FRACTION",
+        requires = "model",
+        allow_negative_numbers = true
+    )]
     pub headroom: Option<f64>,
 }
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// The manifest: [[case]] entries with profile, priority and expect.
-    #[arg(value_name = "MANIFEST.toml")]
+    /// The manifest: [[case]] entries with profile, priority and expect; `-` for stdin
+    /// (profile paths are then relative to the current directory).
+    #[arg(value_name = "MANIFEST.toml|-")]
     pub manifest: PathBuf,
     /// Replace the built-in path catalog with this TOML file.
     #[arg(long, value_name = "FILE")]
@@ -169,8 +215,8 @@ pub struct BenchArgs {
     /// Fewer layers and repeats (still a working set over the L3).
     #[arg(long)]
     pub quick: bool,
-    /// The profile to plan against (default: probe the live host).
-    #[arg(long, value_name = "FILE")]
+    /// The profile to plan against, `-` for stdin (default: probe the live host).
+    #[arg(long, value_name = "FILE|-")]
     pub profile: Option<PathBuf>,
     /// Priority of the plan being confirmed.
     #[arg(long, value_enum, default_value = "speed")]
@@ -196,7 +242,47 @@ pub(crate) fn resolve(cli: Cli) -> anyhow::Result<Request> {
             catalog: args.catalog,
         }),
         Command::Bench(args) => Request::Bench(bench_request(args)?),
+        Command::Schema(args) => Request::Schema(match args.kind {
+            SchemaKindArg::Profile => SchemaKind::Profile,
+            SchemaKindArg::Plan => SchemaKind::Plan,
+            SchemaKindArg::Check => SchemaKind::Check,
+        }),
+        Command::Completions(args) => Request::Text(completions(args.shell)),
+        Command::Man => Request::Text(man_page()?),
     })
+}
+
+/// The completion script for `shell`, from the clap definition above.
+fn completions(shell: ShellArg) -> String {
+    use clap::CommandFactory;
+    use clap_complete::Shell;
+    let shell = match shell {
+        ShellArg::Bash => Shell::Bash,
+        ShellArg::Zsh => Shell::Zsh,
+        ShellArg::Fish => Shell::Fish,
+    };
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "edgeplan", &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The man page (roff) for edgeplan and its subcommands, from the clap definition.
+fn man_page() -> anyhow::Result<String> {
+    use clap::CommandFactory;
+    let command = Cli::command();
+    let mut out = Vec::new();
+    clap_mangen::Man::new(command.clone()).render(&mut out)?;
+    // One section per subcommand: its synopsis, description and options.
+    for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = sub.get_name().to_string();
+        let sub = sub.clone().bin_name(format!("edgeplan {name}"));
+        out.extend_from_slice(format!(".SH \"EDGEPLAN {}\"\n", name.to_uppercase()).as_bytes());
+        let man = clap_mangen::Man::new(sub);
+        man.render_synopsis_section(&mut out)?;
+        man.render_description_section(&mut out)?;
+        man.render_options_section(&mut out)?;
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
 fn probe_request(args: ProbeArgs) -> ProbeRequest {
@@ -260,6 +346,7 @@ fn plan_request(args: PlanArgs) -> anyhow::Result<PlanRequest> {
             PlanFormatArg::Jsonl => PlanFormat::Jsonl,
             PlanFormatArg::Env => PlanFormat::Env,
             PlanFormatArg::Args => PlanFormat::Args,
+            PlanFormatArg::Script => PlanFormat::Script,
         },
         expect: args.expect,
         explain: args.explain,
@@ -287,6 +374,16 @@ fn bench_request(args: BenchArgs) -> anyhow::Result<BenchCommand> {
         if !paths.contains(&path) {
             paths.push(path);
         }
+    }
+    // The kernels read EDGEPLAN_KERNEL themselves; a name that is no variant would be
+    // ignored there, so it is refused here, before any work.
+    if let Ok(name) = std::env::var("EDGEPLAN_KERNEL")
+        && !name.is_empty()
+        && crate::kernels::registry::by_name(&name).is_err()
+    {
+        return Err(usage(format!(
+            "EDGEPLAN_KERNEL={name}: not a kernel variant (`edgeplan bench --list-kernels` lists them)"
+        )));
     }
     if args.threads == Some(0) {
         return Err(usage("--threads 0: at least one thread is needed"));

@@ -14,7 +14,7 @@ use crate::error::data_error;
 /// Major version of the profile JSON. Additive changes keep it; breaking ones bump it.
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Profile {
     pub schema_version: u32,
     pub tool: Tool,
@@ -103,7 +103,7 @@ impl Memory {
 }
 
 /// What a plan optimises for: the one priority of `plan`, `check` and `bench`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Priority {
     Speed,
@@ -127,13 +127,13 @@ impl Priority {
 /// The `bench` object is a subset of `bench --format json`'s report (same keys), so a
 /// profile saved with the whole report (older `--save`) reads unchanged; unknown keys
 /// are ignored. The JSON shape is documented in docs/measurements.md.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Measurements {
     pub bench: BenchRun,
 }
 
 /// One saved bench run: the figures a plan shows beside the catalog's.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BenchRun {
     /// `real`, or `fake` for the simulated test executor (not measurements).
     #[serde(default)]
@@ -154,13 +154,13 @@ pub struct BenchRun {
 }
 
 /// The model a bench run used.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BenchModel {
     pub name: Option<String>,
 }
 
 /// One timed row: bench path (`w4a8`, `w4a16`, `bf16`), phase (`decode`, `prefill`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BenchRow {
     pub path: String,
     pub phase: String,
@@ -176,7 +176,7 @@ pub struct BenchRow {
 }
 
 /// One fidelity row: bench path and scheme (`symmetric`, `asymmetric`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BenchFidelity {
     pub path: String,
     pub scheme: String,
@@ -187,7 +187,7 @@ pub struct BenchFidelity {
 }
 
 /// The saved verdict: which plan the run checked, and what it concluded.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BenchVerdict {
     #[serde(default)]
     pub planned: Option<String>,
@@ -203,14 +203,14 @@ pub struct BenchVerdict {
 }
 
 /// The fastest bench path per phase.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BenchFastest {
     #[serde(default)]
     pub decode: Option<String>,
 }
 
 /// Measured figures for one bench path, as a plan shows them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MeasuredPath {
     pub path: String,
     pub decode_kernel: Option<String>,
@@ -275,7 +275,7 @@ where
     Ok(value.and_then(|v| serde_json::from_value(v).ok()))
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Tool {
     pub name: String,
     pub version: String,
@@ -290,7 +290,7 @@ impl Tool {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum Arch {
     #[serde(rename = "x86_64")]
     X86_64,
@@ -308,7 +308,19 @@ impl Arch {
 }
 
 /// The contract's hardware classes, in precedence order (first match wins).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum HardwareClass {
     NpuPhone,
@@ -344,7 +356,7 @@ impl std::fmt::Display for HardwareClass {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Cpu {
     pub vendor: Option<String>,
     pub model_name: Option<String>,
@@ -385,7 +397,7 @@ pub struct Cpu {
 }
 
 /// Extension: Arm cores sharing one MIDR identity.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Cluster {
     /// The core's name (`Cortex-A76`), or `implementer 0xNN part 0xNNN` when unknown.
     pub name: String,
@@ -398,7 +410,7 @@ pub struct Cluster {
 }
 
 /// Extension: CPU sets as kernel cpulists; `null` when unknown.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CpuLists {
     pub possible: Option<String>,
     pub online: Option<String>,
@@ -406,7 +418,7 @@ pub struct CpuLists {
 }
 
 /// Extension: the CPU's identity numbers, as the kernel or CPUID reports them.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CpuId {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub family: Option<u32>,
@@ -429,7 +441,7 @@ impl Cpu {
 }
 
 /// One CPU feature, with the CPU's word, the OS's word and the verdict kept apart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Feature {
     /// The CPU reports it (CPUID, HWCAP, or the cpuinfo flag under a sysroot).
     pub cpu: bool,
@@ -440,7 +452,7 @@ pub struct Feature {
     pub usable: bool,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Memory {
     pub total_bytes: Option<u64>,
     pub available_bytes: Option<u64>,
@@ -461,7 +473,7 @@ pub struct Memory {
     pub sources: BTreeMap<String, String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Gpu {
     /// `nvidia`, `amd`, `intel` or the PCI vendor id when unknown.
     pub vendor: String,
@@ -486,7 +498,7 @@ pub struct Gpu {
     pub sources: BTreeMap<String, String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Jetson {
     pub model: Option<String>,
     pub soc: Option<String>,
@@ -504,7 +516,7 @@ pub struct Jetson {
     pub detected_by: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Android {
     pub soc_model: Option<String>,
     pub manufacturer: Option<String>,
@@ -525,7 +537,7 @@ pub struct Android {
     pub qnn_libraries: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Npu {
     /// e.g. `qualcomm-htp`.
     pub kind: String,
@@ -539,20 +551,33 @@ pub struct Npu {
 }
 
 /// Where the process runs, each fact with how it was detected.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Environment {
     pub container: Option<Detection>,
     pub hypervisor: Option<Detection>,
     pub wsl: Option<Detection>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Detection {
     pub detected: bool,
     /// e.g. `kvm`, `docker`; `null` when not known.
     pub name: Option<String>,
     /// The signal that decided it, e.g. `cpuid 1.ecx[31]` or `/.dockerenv`.
     pub how: Option<String>,
+}
+
+/// serde's `invalid type: string "yes", expected a boolean` as `expected a boolean,
+/// got string "yes"`: what the field needs first, then what it held.
+fn readable_serde_error(message: &str) -> String {
+    for prefix in ["invalid type: ", "invalid value: "] {
+        if let Some(rest) = message.strip_prefix(prefix)
+            && let Some((got, expected)) = rest.rsplit_once(", expected ")
+        {
+            return format!("expected {expected}, got {got}");
+        }
+    }
+    message.to_string()
 }
 
 impl Profile {
@@ -584,8 +609,15 @@ impl Profile {
             }
             Some(_) => {}
         }
-        serde_json::from_value(value)
-            .map_err(|e| data_error(format!("{origin}: not an edgeplan profile: {e}")))
+        serde_path_to_error::deserialize(value).map_err(|e| {
+            let path = e.path().to_string();
+            let message = readable_serde_error(&e.inner().to_string());
+            if path == "." {
+                data_error(format!("{origin}: not an edgeplan profile: {message}"))
+            } else {
+                data_error(format!("{origin}: {path}: {message}"))
+            }
+        })
     }
 
     /// Whether a feature may be relied on. Falls back to the `/proc/cpuinfo` flag when

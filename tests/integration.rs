@@ -3,8 +3,13 @@
 mod architecture;
 mod bench;
 mod cli;
+mod deploy;
+mod integrations;
 mod memory;
 mod plan;
 mod plan_measured;
 mod probe;
+mod schema;
+mod script;
+mod snippets;
 mod util;

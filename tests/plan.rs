@@ -110,7 +110,7 @@ fn json_plan_has_the_contract_keys_and_the_table_values() {
     assert!(p.path.verified && p.path.runs_in_vllm && !p.path.fused_cpu_norms);
     assert_eq!(
         p.path.build_with.as_deref(),
-        Some("analysis/experiments/spark_edge/quantize_gptq_int4.py")
+        Some("edgeplan plan --format script (GPTQModel: 4-bit, group 128)")
     );
     assert_eq!(
         serde_json::Value::Object(p.engine_kwargs),
@@ -314,7 +314,7 @@ fn expect_exits_1_on_mismatch_and_0_on_match() {
         .arg(&amx)
         .assert()
         .code(1)
-        .stdout("--quantization cpu_int4\n")
+        .stdout("")
         .stderr(predicate::str::contains(
             "--expect w4a8-amx: hand-x86-amx-usable planned w4a16-tinygemm",
         ));
@@ -375,7 +375,7 @@ fn env_format_evals_in_sh_and_args_substitute_into_a_command() {
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
         "path=w4a8-amx q=gptq vllm=1 threads=24\n\
-build=analysis/experiments/spark_edge/quantize_gptq_int4.py\n\
+build=edgeplan plan --format script (GPTQModel: 4-bit, group 128)\n\
 npu=export-qnn-w8a16 q=[] vllm=0\n\
 argv=5: vllm serve MODEL --quantization gptq\n\
 argv=3: vllm serve MODEL\n"
@@ -484,7 +484,16 @@ fn one_bad_profile_in_a_fleet_is_reported_and_the_rest_are_planned() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(65));
-    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 2);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "two plans and one error record: {stdout}");
+    let record = &lines[1];
+    assert_eq!(record["exit"], 65);
+    assert!(record["source"].as_str().unwrap().ends_with("b.json"));
+    assert!(record["error"].as_str().unwrap().contains("not valid JSON"));
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(stderr.lines().count(), 1);
     assert!(stderr.contains("b.json: not valid JSON"), "{stderr}");
@@ -527,12 +536,12 @@ fn bad_profiles_give_one_line_and_the_documented_code() {
         (
             "class.json",
             good.replace("\"x86_cpu\"", "\"quantum_cpu\""),
-            "not an edgeplan profile",
+            "hardware_class: unknown variant `quantum_cpu`",
         ),
         (
             "arch.json",
             good.replace("\"x86_64\"", "\"riscv64\""),
-            "not an edgeplan profile",
+            "arch: unknown variant `riscv64`",
         ),
         (
             "v2.json",
@@ -548,12 +557,12 @@ fn bad_profiles_give_one_line_and_the_documented_code() {
         (
             "negative.json",
             good.replace("\"limit_bytes\": null", "\"limit_bytes\": -1"),
-            "not an edgeplan profile",
+            "memory.limit_bytes: expected u64, got integer `-1`",
         ),
         (
             "float.json",
             good.replace("\"limit_bytes\": null", "\"limit_bytes\": 1.5"),
-            "not an edgeplan profile",
+            "memory.limit_bytes: expected u64, got floating point `1.5`",
         ),
         (
             "clash.json",
@@ -595,7 +604,7 @@ fn a_huge_input_is_capped_at_64_mib() {
     fails_with(
         edgeplan().args(["plan", "--profile"]).arg(&path),
         65,
-        "huge.json: more than 64 MiB",
+        "huge.json: a line of more than 64 MiB",
     );
 }
 
@@ -639,7 +648,7 @@ fn a_replacement_catalog_changes_the_data_not_the_rules() {
         dir.path(),
         "custom.toml",
         &builtin.replace(
-            "analysis/experiments/spark_edge/quantize_gptq_int4.py",
+            "edgeplan plan --format script (GPTQModel: 4-bit, group 128)",
             "tools/our_gptq.py",
         ),
     );

@@ -214,7 +214,7 @@ fn gpus_jetson_and_android() {
     assert_eq!(nvidia.len(), 1);
     assert_eq!(nvidia[0].name.as_deref(), Some("NVIDIA H100 PCIe"));
     assert_eq!(nvidia[0].compute_capability.as_deref(), Some("9.0"));
-    assert_eq!(nvidia[0].memory_bytes, None, "no NVML, no VRAM figure");
+    assert_eq!(nvidia[0].memory_bytes, Some(80 << 30), "device-id table");
     assert_eq!(nvidia[0].device_id.as_deref(), Some("0x2331"));
     assert_eq!(nvidia[0].driver.as_deref(), Some("nvidia"));
     let bmc = h100.gpus.iter().find(|g| g.vendor == "aspeed").unwrap();
@@ -1073,7 +1073,18 @@ fn a_fleet_plan_goes_on_past_an_unsupported_architecture() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    // One plan, and for the s390x profile the JSON Lines error record (`exit` 65).
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert_eq!(lines[0]["path"]["name"], "w4a16-tinygemm", "{stdout}");
+    assert_eq!(lines[1]["exit"], 65, "{stdout}");
+    assert!(
+        lines[1]["source"].as_str().unwrap().ends_with("b.json"),
+        "{stdout}"
+    );
     assert!(
         stderr.contains("b.json") && stderr.contains("s390x"),
         "{stderr}"

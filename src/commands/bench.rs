@@ -46,6 +46,9 @@ pub struct BenchCommand {
 /// `edgeplan bench`.
 pub fn run(cmd: BenchCommand) -> anyhow::Result<Exit> {
     let req = &cmd.request;
+    if let Some(path) = &req.save {
+        check_writable(path)?;
+    }
     let (profile, source) = load_profile(req.profile.as_deref())?;
     let shape = match &req.model {
         ModelSpec::Preset(name) => ModelShape::load(name)?,
@@ -120,9 +123,38 @@ fn finish(req: &BenchRequest, profile: &Profile, outcome: Outcome) -> anyhow::Re
     Ok(Exit::Success)
 }
 
-/// The profile to plan against: the file, or the live probe.
+/// `--save FILE` must be writable before a run of a minute is spent: opened for writing
+/// (not truncated) when it exists, else created and removed again. 74 when it is not.
+fn check_writable(path: &Path) -> anyhow::Result<()> {
+    let existed = path.exists();
+    let opened = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path);
+    match opened {
+        Ok(_) => {
+            if !existed {
+                let _ = std::fs::remove_file(path);
+            }
+            Ok(())
+        }
+        Err(e) => Err(io_error(format!(
+            "--save {}: cannot write: {e}",
+            path.display()
+        ))),
+    }
+}
+
+/// The profile to plan against: the file, stdin (`-`), or the live probe.
 fn load_profile(path: Option<&Path>) -> anyhow::Result<(Profile, String)> {
     match path {
+        Some(path) if path.as_os_str() == "-" => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
+                .map_err(|e| io_error(format!("stdin: cannot read: {e}")))?;
+            Ok((Profile::from_json(&text, "stdin")?, "stdin".to_string()))
+        }
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(|e| read_error(path, &e))?;
             let shown = path.display().to_string();

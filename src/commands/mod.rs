@@ -10,6 +10,7 @@ pub mod bench;
 pub mod check;
 pub mod plan;
 pub mod probe;
+pub mod schema;
 
 use std::path::PathBuf;
 
@@ -22,6 +23,9 @@ pub enum Request {
     Plan(plan::PlanRequest),
     Check(CheckRequest),
     Bench(bench::BenchCommand),
+    Schema(schema::SchemaKind),
+    /// Text the command line already rendered (completions, the man page): printed as is.
+    Text(String),
 }
 
 /// What `check` was asked to do.
@@ -38,5 +42,10 @@ pub fn run(request: Request) -> anyhow::Result<Exit> {
         Request::Plan(r) => plan::run(r),
         Request::Check(r) => check::run(r),
         Request::Bench(r) => bench::run(r),
+        Request::Schema(kind) => schema::run(kind),
+        Request::Text(text) => {
+            crate::output::print_stdout(&text)?;
+            Ok(Exit::Success)
+        }
     }
 }

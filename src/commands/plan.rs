@@ -35,6 +35,8 @@ pub enum PlanFormat {
     Jsonl,
     Env,
     Args,
+    /// A bash script that builds the checkpoint and serves it.
+    Script,
 }
 
 /// Where the profiles come from.
@@ -69,10 +71,13 @@ fn fit_request(fit: &FitArgs) -> anyhow::Result<memory::FitRequest> {
     })
 }
 
-/// Gets the profiles to plan: the good ones and the errors.
-fn gather(source: &Source) -> anyhow::Result<input::Inputs> {
+/// Streams the profiles to plan, good and bad, to `f`.
+fn gather(
+    source: &Source,
+    f: &mut dyn FnMut(input::Item) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     match source {
-        Source::Profiles(specs) => Ok(input::load(specs, &mut std::io::stdin().lock())),
+        Source::Profiles(specs) => input::for_each(specs, &mut std::io::stdin().lock(), f),
         Source::Sysroot(dir) => {
             let shown = dir.display().to_string();
             let profile = input::check_consistent(crate::probe::from_sysroot(dir)?, &shown)?;
@@ -81,19 +86,24 @@ fn gather(source: &Source) -> anyhow::Result<input::Inputs> {
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or(shown);
             let label = profile.label.clone().unwrap_or(name);
-            Ok(input::Inputs {
-                profiles: vec![Loaded { label, profile }],
-                errors: vec![],
-            })
+            f(Ok(Loaded { label, profile }))
         }
         Source::Live => {
             let profile = input::check_consistent(crate::probe::live()?, "live probe")?;
             let label = profile.label.clone().unwrap_or_else(|| "this host".into());
-            Ok(input::Inputs {
-                profiles: vec![Loaded { label, profile }],
-                errors: vec![],
-            })
+            f(Ok(Loaded { label, profile }))
         }
+    }
+}
+
+/// The formats that describe one device.
+fn single_name(format: PlanFormat) -> Option<&'static str> {
+    match format {
+        PlanFormat::Json => Some("json"),
+        PlanFormat::Env => Some("env"),
+        PlanFormat::Args => Some("args"),
+        PlanFormat::Script => Some("script"),
+        PlanFormat::Table | PlanFormat::Jsonl => None,
     }
 }
 
@@ -101,24 +111,51 @@ fn gather(source: &Source) -> anyhow::Result<input::Inputs> {
 pub fn run(request: PlanRequest) -> anyhow::Result<Exit> {
     let fit = request.fit.as_ref().map(fit_request).transpose()?;
     let catalog = load_catalog(request.catalog.as_deref())?;
-    let inputs = gather(&request.source)?;
-    check_single(request.format, inputs.profiles.len() + inputs.errors.len())?;
-    let mut first_error = None;
-    for err in &inputs.errors {
-        eprintln!("edgeplan: {err:#}");
-        first_error.get_or_insert(exit_for(err));
-    }
-    let hint = expect_hint(request.expect.as_deref(), &catalog);
-    let mut mismatch = false;
+    check_expect(request.expect.as_deref(), &catalog)?;
+    let single = single_name(request.format);
 
-    // Plans are rendered as they are made, so a large fleet is never held in memory.
+    // Plans are rendered as they are made, so a fleet of any size is never held in
+    // memory (the table's fleet view keeps one short row per device). The one-device
+    // formats are held until the end: env, args and script feed `eval` and `$(...)`, so
+    // they are printed only on success and a failing command leaves a script nothing.
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let fleet_view = request.format == PlanFormat::Table && inputs.profiles.len() > 1;
-    let mut fleet = fleet_view.then(|| render::FleetTable::new(request.explain, fit.is_some()));
+    let mut held: Vec<u8> = Vec::new();
+    let mut first_error = None;
+    let mut mismatch = false;
     let mut too_big = false;
-    for one in &inputs.profiles {
-        let mut plan = plan_one(one, request.priority, &catalog);
+    let mut seen = 0usize;
+    let mut pending: Option<crate::plan::Plan> = None;
+    let mut fleet: Option<render::FleetTable> = None;
+
+    gather(&request.source, &mut |item| {
+        seen += 1;
+        if let Some(name) = single
+            && seen > 1
+        {
+            return Err(usage(format!(
+                "--format {name} describes one device, but the inputs hold more than one profile; use --format jsonl or table for a fleet"
+            )));
+        }
+        let one = match item {
+            Ok(one) => one,
+            Err(err) => {
+                let exit = exit_for(&err.error);
+                eprintln!("edgeplan: {:#}", err.error);
+                first_error.get_or_insert(exit);
+                if request.format == PlanFormat::Jsonl {
+                    render::jsonl_error(
+                        &mut out,
+                        &err.source,
+                        err.line,
+                        &format!("{:#}", err.error),
+                        exit.code(),
+                    )?;
+                }
+                return Ok(());
+            }
+        };
+        let mut plan = plan_one(&one, request.priority, &catalog);
         if let (Some(fit), Some(spec)) = (&fit, catalog.get(&plan.path.name)) {
             let memory = memory::fit(&one.profile, spec, fit);
             // The fitted max_model_len, max_num_seqs, ... join the path's kwargs.
@@ -132,6 +169,12 @@ pub fn run(request: PlanRequest) -> anyhow::Result<Exit> {
                     memory.context_limit.unwrap_or(0)
                 );
             }
+            if memory.fits.is_none() {
+                eprintln!(
+                    "edgeplan: warning: {}: memory fit unknown ({}); not a pass",
+                    one.label, memory.budget_source
+                );
+            }
             if memory.fits == Some(false) {
                 too_big = true;
                 eprintln!(
@@ -141,61 +184,73 @@ pub fn run(request: PlanRequest) -> anyhow::Result<Exit> {
             }
             plan.memory = Some(memory);
         }
-        match (request.format, &mut fleet) {
-            (PlanFormat::Table, Some(fleet)) => fleet.add(&plan)?,
-            (PlanFormat::Table, None) => render::table_one(&mut out, &plan, request.explain)?,
-            (PlanFormat::Json, _) => render::json(&mut out, &plan)?,
-            (PlanFormat::Jsonl, _) => render::jsonl(&mut out, std::slice::from_ref(&plan))?,
-            (PlanFormat::Env, _) => render::env(&mut out, &plan)?,
-            (PlanFormat::Args, _) => render::args(&mut out, &plan)?,
-        }
         if let Some(want) = request.expect.as_ref().filter(|w| **w != plan.path.name) {
             mismatch = true;
             eprintln!(
-                "edgeplan: --expect {want}: {} planned {} at priority {}{hint}",
+                "edgeplan: --expect {want}: {} planned {} at priority {}",
                 plan.device.as_deref().unwrap_or("the device"),
                 plan.path.name,
                 plan.priority.as_str()
             );
         }
-    }
+        match request.format {
+            PlanFormat::Table => match (&mut fleet, pending.take()) {
+                (Some(fleet), _) => fleet.add(&plan)?,
+                (None, Some(first)) => {
+                    let mut table = render::FleetTable::new(request.explain, fit.is_some());
+                    table.add(&first)?;
+                    table.add(&plan)?;
+                    fleet = Some(table);
+                }
+                (None, None) => pending = Some(plan),
+            },
+            PlanFormat::Json => render::json(&mut held, &plan)?,
+            PlanFormat::Jsonl => render::jsonl(&mut out, std::slice::from_ref(&plan))?,
+            PlanFormat::Env => render::env(&mut held, &plan)?,
+            PlanFormat::Args => render::args(&mut held, &plan)?,
+            PlanFormat::Script => {
+                let lm_head = catalog.get(&plan.path.name).map(|spec| spec.lm_head);
+                let text = crate::plan::script::script(&plan, &one.profile, lm_head)
+                    .with_context(|| one.label.clone())?;
+                held.extend_from_slice(text.as_bytes());
+            }
+        }
+        Ok(())
+    })?;
     if let Some(fleet) = fleet {
         fleet.finish(&mut out)?;
+    } else if let Some(plan) = pending {
+        render::table_one(&mut out, &plan, request.explain)?;
     }
-    out.flush()?;
 
     // Precedence: unreadable input, then "does not fit", then an --expect mismatch.
-    Ok(match first_error {
+    let exit = match first_error {
         Some(code) => code,
         None if too_big => Exit::DoesNotFit,
         None if mismatch => Exit::CheckFailed,
         None => Exit::Success,
-    })
-}
-
-/// `json`, `env` and `args` describe one device: a usage error for a fleet.
-fn check_single(format: PlanFormat, inputs: usize) -> anyhow::Result<()> {
-    let name = match format {
-        PlanFormat::Json => "json",
-        PlanFormat::Env => "env",
-        PlanFormat::Args => "args",
-        PlanFormat::Table | PlanFormat::Jsonl => return Ok(()),
     };
-    if inputs > 1 {
-        return Err(usage(format!(
-            "--format {name} describes one device, but the inputs hold {inputs} profiles; use --format jsonl or table for a fleet"
-        )));
+    // json shows the plan whatever the exit (as table and jsonl do); the formats a
+    // script consumes print only on success.
+    if exit == Exit::Success || request.format == PlanFormat::Json {
+        out.write_all(&held)?;
     }
-    Ok(())
+    out.flush()?;
+    Ok(exit)
 }
 
-/// A hint for `--expect NAME` when NAME is not a path of the catalog.
-fn expect_hint(expect: Option<&str>, catalog: &Catalog) -> String {
+/// `--expect NAME` must name a path of the catalog: bad input data (65), as an unknown
+/// `expect` in a `check` manifest is.
+fn check_expect(expect: Option<&str>, catalog: &Catalog) -> anyhow::Result<()> {
     match expect {
-        Some(want) if catalog.get(want).is_none() => format!(
-            " (`{want}` is not a path in the {}; check the spelling)",
-            catalog.origin
-        ),
-        _ => String::new(),
+        Some(want) if catalog.get(want).is_none() => {
+            let known: Vec<&str> = catalog.paths().iter().map(|p| p.name.as_str()).collect();
+            Err(crate::error::data_error(format!(
+                "--expect {want}: not a path in the {} (known: {})",
+                catalog.origin,
+                known.join(", ")
+            )))
+        }
+        _ => Ok(()),
     }
 }

@@ -408,7 +408,7 @@ mod tests {
                 None,
                 Some(8.0),
                 false,
-                s("vllm_omni/edge/spark_export.py")
+                s("edgeplan plan --format script (Qualcomm AI Hub: QNN w8a16 export)")
             )
         );
         assert_eq!(row(PathId::Bf16), (None, None, Some(16.0), true, None));
@@ -420,7 +420,7 @@ mod tests {
                 Some(128),
                 Some(4.25),
                 true,
-                s("analysis/experiments/spark_edge/quantize_int4.py")
+                s("edgeplan plan --format script (GPTQModel: 4-bit, group 128)")
             )
         );
         assert_eq!(
@@ -430,7 +430,7 @@ mod tests {
                 Some(128),
                 Some(4.25),
                 true,
-                s("analysis/experiments/spark_edge/quantize_gptq_int4.py")
+                s("edgeplan plan --format script (GPTQModel: 4-bit, group 128)")
             )
         );
         assert!(

@@ -22,19 +22,26 @@ use crate::error::{Exit, data_error, exit_for, read_error};
 /// Manifests bigger than this are refused.
 const MAX_MANIFEST_BYTES: u64 = 4 << 20;
 
-#[derive(Deserialize)]
+/// The `check` manifest (TOML): `[[case]]` entries.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct RawManifest {
+#[schemars(rename = "CheckManifest")]
+pub(crate) struct RawManifest {
+    /// The cases, each a profile planned at a priority and the path it must get.
     #[serde(default)]
+    #[schemars(with = "Vec<RawCase>")]
     case: Vec<Spanned<RawCase>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawCase {
+    /// The profile file, relative to the manifest.
     profile: String,
+    /// `speed` (the default) or `fidelity`.
     #[serde(default = "speed")]
     priority: Priority,
+    #[schemars(with = "String")]
     expect: Spanned<String>,
 }
 
@@ -55,6 +62,22 @@ pub struct Case {
 
 /// Reads and checks a manifest: 66 when missing, 65 when malformed.
 pub fn read_manifest(path: &Path, catalog: &Catalog) -> anyhow::Result<Vec<Case>> {
+    if path.as_os_str() == "-" {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(std::io::stdin().lock(), MAX_MANIFEST_BYTES + 1),
+            &mut bytes,
+        )
+        .map_err(|e| crate::error::io_error(format!("stdin: cannot read: {e}")))?;
+        if bytes.len() as u64 > MAX_MANIFEST_BYTES {
+            return Err(data_error(format!(
+                "stdin: manifest larger than {MAX_MANIFEST_BYTES} bytes"
+            )));
+        }
+        let text = String::from_utf8(bytes)
+            .map_err(|_| data_error("stdin: manifest is not UTF-8 text"))?;
+        return parse_manifest(&text, "stdin", catalog);
+    }
     let shown = path.display().to_string();
     let meta = std::fs::metadata(path).map_err(|e| read_error(path, &e))?;
     if meta.is_dir() {
@@ -154,7 +177,17 @@ pub fn run_cases(
             if ok {
                 passed += 1
             } else {
-                failed += 1
+                failed += 1;
+                writeln!(
+                    err,
+                    "edgeplan: {}:{}: {} planned {} at priority {}, expected {}",
+                    manifest.display(),
+                    case.line,
+                    one.label,
+                    plan.path.name,
+                    case.priority.as_str(),
+                    case.expect
+                )?;
             }
             table.add_row(vec![
                 case.line.to_string(),

@@ -2,12 +2,15 @@
 //!
 //! Each `--profile` argument is a file holding one JSON profile (pretty or not) or JSON
 //! Lines (one profile per line), `-` for stdin, or a directory whose `*.json` and
-//! `*.jsonl` files are read in name order. Every input is capped at [`MAX_INPUT_BYTES`].
-//! A bad profile does not stop the others: each failure becomes one coded error (65 bad
-//! data, 66 missing, 74 unreadable) naming the input (and the line, for JSON Lines), and
-//! the caller decides the exit code. Not in here: probing (`crate::probe`), deciding.
+//! `*.jsonl` files are read in name order. JSON Lines are streamed: read a line at a
+//! time and handed to the caller before the next is read, so a fleet of any size is
+//! planned in constant memory ([`for_each`]). A multi-line (pretty) document, and each
+//! line, is capped at [`MAX_INPUT_BYTES`]. A bad profile does not stop the others: each
+//! failure becomes one coded error (65 bad data, 66 missing, 74 unreadable) naming the
+//! input (and the line, for JSON Lines), and the caller decides the exit code. Not in
+//! here: probing (`crate::probe`), deciding.
 
-use std::io::Read;
+use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 
 use crate::error::{data_error, io_error, no_input, read_error};
@@ -15,7 +18,7 @@ use serde::de::IgnoredAny;
 
 use crate::profile::{Arch, HardwareClass, Profile, SCHEMA_VERSION};
 
-/// The largest profile input read (a 10,000-device JSON Lines fleet is about 20 MiB).
+/// The largest pretty-printed profile document, and the longest JSON Lines line, read.
 pub const MAX_INPUT_BYTES: u64 = 64 << 20;
 
 /// One profile and the name it goes by in fleet views.
@@ -26,6 +29,17 @@ pub struct Loaded {
     pub profile: Profile,
 }
 
+/// One input that did not give a profile: where, and the coded error (its message
+/// already names the input and line).
+#[derive(Debug)]
+pub struct InputError {
+    /// The file (or `stdin`) as given.
+    pub source: String,
+    /// The JSON Lines line, when the error is one line's.
+    pub line: Option<usize>,
+    pub error: anyhow::Error,
+}
+
 /// Everything read from the `--profile` arguments: the good and the bad.
 #[derive(Debug, Default)]
 pub struct Inputs {
@@ -33,34 +47,59 @@ pub struct Inputs {
     pub errors: Vec<anyhow::Error>,
 }
 
-/// Reads every `--profile` argument; `stdin` serves `-`.
-pub fn load(specs: &[PathBuf], stdin: &mut dyn Read) -> Inputs {
+/// What [`for_each`] hands over, one input at a time.
+pub type Item = Result<Loaded, InputError>;
+
+/// Reads every `--profile` argument into memory (for `check`'s few profiles).
+pub fn load(specs: &[PathBuf], stdin: &mut dyn BufRead) -> Inputs {
     let mut inputs = Inputs::default();
-    for spec in specs {
-        if spec.as_os_str() == "-" {
-            match read_capped(stdin, "stdin") {
-                Ok(text) => parse_text(&text, "stdin", "stdin", &mut inputs),
-                Err(e) => inputs.errors.push(e),
-            }
-            continue;
+    let _ = for_each(specs, stdin, &mut |item| {
+        match item {
+            Ok(one) => inputs.profiles.push(one),
+            Err(e) => inputs.errors.push(e.error),
         }
-        match std::fs::metadata(spec) {
-            Err(e) => inputs.errors.push(read_error(spec, &e)),
-            Ok(meta) if meta.is_dir() => load_dir(spec, &mut inputs),
-            Ok(_) => load_file(spec, &mut inputs),
-        }
-    }
+        Ok(())
+    });
     inputs
 }
 
-fn load_dir(dir: &Path, inputs: &mut Inputs) {
-    let shown = dir.display();
+/// Streams every `--profile` argument to `f`, one profile or error at a time; `stdin`
+/// serves `-`. Stops at the first error `f` returns.
+pub fn for_each(
+    specs: &[PathBuf],
+    stdin: &mut dyn BufRead,
+    f: &mut dyn FnMut(Item) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    for spec in specs {
+        if spec.as_os_str() == "-" {
+            read_stream(stdin, "stdin", "stdin", f)?;
+            continue;
+        }
+        let shown = spec.display().to_string();
+        match std::fs::metadata(spec) {
+            Err(e) => f(Err(whole(&shown, read_error(spec, &e))))?,
+            Ok(meta) if meta.is_dir() => load_dir(spec, f)?,
+            Ok(_) => load_file(spec, f)?,
+        }
+    }
+    Ok(())
+}
+
+fn whole(source: &str, error: anyhow::Error) -> InputError {
+    InputError {
+        source: source.to_string(),
+        line: None,
+        error,
+    }
+}
+
+fn load_dir(dir: &Path, f: &mut dyn FnMut(Item) -> anyhow::Result<()>) -> anyhow::Result<()> {
+    let shown = dir.display().to_string();
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) => {
-            return inputs
-                .errors
-                .push(io_error(format!("{shown}: cannot list directory: {e}")));
+            let e = io_error(format!("{shown}: cannot list directory: {e}"));
+            return f(Err(whole(&shown, e)));
         }
     };
     let mut files: Vec<PathBuf> = Vec::new();
@@ -81,40 +120,225 @@ fn load_dir(dir: &Path, inputs: &mut Inputs) {
                 }
             }
             Err(e) => {
-                return inputs
-                    .errors
-                    .push(io_error(format!("{shown}: cannot list directory: {e}")));
+                let e = io_error(format!("{shown}: cannot list directory: {e}"));
+                return f(Err(whole(&shown, e)));
             }
         }
     }
     if files.is_empty() {
-        return inputs.errors.push(no_input(format!(
+        let e = no_input(format!(
             "{shown}: no *.json or *.jsonl profiles in this directory (write one with `edgeplan probe --format json > {shown}/NAME.json`)"
-        )));
+        ));
+        return f(Err(whole(&shown, e)));
     }
     files.sort();
     for file in files {
-        load_file(&file, inputs);
+        load_file(&file, f)?;
     }
+    Ok(())
 }
 
-fn load_file(path: &Path, inputs: &mut Inputs) {
+fn load_file(path: &Path, f: &mut dyn FnMut(Item) -> anyhow::Result<()>) -> anyhow::Result<()> {
     let shown = path.display().to_string();
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| shown.clone());
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) => return inputs.errors.push(read_error(path, &e)),
-    };
-    match read_capped(&mut std::io::BufReader::new(file), &shown) {
-        Ok(text) => parse_text(&text, &shown, &stem, inputs),
-        Err(e) => inputs.errors.push(e),
+    match std::fs::File::open(path) {
+        Ok(file) => read_stream(
+            &mut std::io::BufReader::with_capacity(1 << 16, file),
+            &shown,
+            &stem,
+            f,
+        ),
+        Err(e) => f(Err(whole(&shown, read_error(path, &e)))),
     }
 }
 
+/// Reads one line (with its newline) into `buf`, at most [`MAX_INPUT_BYTES`]; returns
+/// the bytes read (0 at the end).
+fn read_line_capped(
+    reader: &mut dyn BufRead,
+    buf: &mut Vec<u8>,
+    shown: &str,
+) -> anyhow::Result<usize> {
+    buf.clear();
+    let n = reader
+        .take(MAX_INPUT_BYTES + 1)
+        .read_until(b'\n', buf)
+        .map_err(|e| io_error(format!("{shown}: cannot read: {e}")))?;
+    if n as u64 > MAX_INPUT_BYTES {
+        return Err(data_error(format!(
+            "{shown}: a line of more than {} MiB; a profile is never that long",
+            MAX_INPUT_BYTES >> 20
+        )));
+    }
+    Ok(n)
+}
+
+fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(u8::is_ascii_whitespace)
+}
+
+/// Reads the next non-blank line into `buf`, counting lines in `line_no`; false at the end.
+fn next_line(
+    reader: &mut dyn BufRead,
+    buf: &mut Vec<u8>,
+    line_no: &mut usize,
+    shown: &str,
+) -> anyhow::Result<bool> {
+    loop {
+        if read_line_capped(reader, buf, shown)? == 0 {
+            return Ok(false);
+        }
+        *line_no += 1;
+        if !is_blank(buf) {
+            return Ok(true);
+        }
+    }
+}
+
+/// One input: a single JSON document (possibly pretty-printed), or JSON Lines streamed a
+/// line at a time. A read error ends this input (reported as its error), not the run.
+fn read_stream(
+    reader: &mut dyn BufRead,
+    shown: &str,
+    stem: &str,
+    f: &mut dyn FnMut(Item) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let mut first = Vec::new();
+    let mut line_no = 0;
+    let found = match next_line(reader, &mut first, &mut line_no, shown) {
+        Ok(found) => found,
+        Err(e) => return f(Err(whole(shown, e))),
+    };
+    if !found {
+        let e = data_error(format!("{shown}: empty input, no profile in it"));
+        return f(Err(whole(shown, e)));
+    }
+    if serde_json::from_slice::<IgnoredAny>(&first).is_err() {
+        // Not a document on one line: a pretty-printed document (or not JSON at all).
+        let mut text = std::mem::take(&mut first);
+        let rest = (&mut *reader)
+            .take(MAX_INPUT_BYTES.saturating_sub(text.len() as u64) + 1)
+            .read_to_end(&mut text);
+        if let Err(e) = rest {
+            return f(Err(whole(
+                shown,
+                io_error(format!("{shown}: cannot read: {e}")),
+            )));
+        }
+        if text.len() as u64 > MAX_INPUT_BYTES {
+            let e = data_error(format!(
+                "{shown}: a JSON document of more than {} MiB; put a fleet in JSON Lines, one profile per line",
+                MAX_INPUT_BYTES >> 20
+            ));
+            return f(Err(whole(shown, e)));
+        }
+        let item = match utf8(&text, shown) {
+            Ok(text) => match serde_json::from_str::<IgnoredAny>(text) {
+                Ok(_) => parse_item(text, shown, stem, shown, None),
+                Err(e) => Err(whole(
+                    shown,
+                    data_error(format!("{shown}: not valid JSON: {e}")),
+                )),
+            },
+            Err(e) => Err(whole(shown, e)),
+        };
+        return f(item);
+    }
+    // The first line is a document. If nothing follows it is the one profile of this
+    // input; otherwise every line is one (JSON Lines).
+    let first_line = line_no;
+    let mut next = Vec::new();
+    let more = match next_line(reader, &mut next, &mut line_no, shown) {
+        Ok(more) => more,
+        Err(e) => return f(Err(whole(shown, e))),
+    };
+    if !more {
+        let item = utf8(&first, shown)
+            .map_err(|e| whole(shown, e))
+            .and_then(|text| parse_item(text, shown, stem, shown, None));
+        return f(item);
+    }
+    emit_line(&first, first_line, shown, stem, f)?;
+    emit_line(&next, line_no, shown, stem, f)?;
+    loop {
+        match next_line(reader, &mut next, &mut line_no, shown) {
+            Ok(true) => emit_line(&next, line_no, shown, stem, f)?,
+            Ok(false) => return Ok(()),
+            Err(e) => {
+                return f(Err(InputError {
+                    source: shown.to_string(),
+                    line: Some(line_no + 1),
+                    error: e,
+                }));
+            }
+        }
+    }
+}
+
+fn emit_line(
+    line: &[u8],
+    line_no: usize,
+    shown: &str,
+    stem: &str,
+    f: &mut dyn FnMut(Item) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let origin = format!("{shown}:{line_no}");
+    let item = match utf8(line, &origin) {
+        Ok(text) => match serde_json::from_str::<IgnoredAny>(text) {
+            Ok(_) => parse_item(
+                text,
+                &origin,
+                &format!("{stem}:{line_no}"),
+                shown,
+                Some(line_no),
+            ),
+            Err(e) => Err(data_error(format!("{origin}: not valid JSON: {e}"))).map_err(|error| {
+                InputError {
+                    source: shown.to_string(),
+                    line: Some(line_no),
+                    error,
+                }
+            }),
+        },
+        Err(error) => Err(InputError {
+            source: shown.to_string(),
+            line: Some(line_no),
+            error,
+        }),
+    };
+    f(item)
+}
+
+fn utf8<'a>(bytes: &'a [u8], shown: &str) -> anyhow::Result<&'a str> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        data_error(format!(
+            "{shown}: not UTF-8 text (byte {})",
+            e.valid_up_to()
+        ))
+    })
+}
+
+/// Parses one profile text into an item; `origin` names it in errors, `label` is its
+/// fallback fleet label.
+fn parse_item(text: &str, origin: &str, label: &str, source: &str, line: Option<usize>) -> Item {
+    parse_profile(text, origin)
+        .and_then(|p| check_consistent(p, origin))
+        .map(|profile| {
+            let label = profile.label.clone().unwrap_or_else(|| label.to_string());
+            Loaded { label, profile }
+        })
+        .map_err(|error| InputError {
+            source: source.to_string(),
+            line,
+            error,
+        })
+}
+
 /// Reads at most [`MAX_INPUT_BYTES`]; more is a data error (65), not a silent cut.
+#[cfg(test)]
 fn read_capped(reader: &mut dyn Read, shown: &str) -> anyhow::Result<String> {
     let mut bytes = Vec::new();
     reader
@@ -123,51 +347,24 @@ fn read_capped(reader: &mut dyn Read, shown: &str) -> anyhow::Result<String> {
         .map_err(|e| io_error(format!("{shown}: cannot read: {e}")))?;
     if bytes.len() as u64 > MAX_INPUT_BYTES {
         return Err(data_error(format!(
-            "{shown}: more than {} MiB; a profile input is capped there (split the fleet into several files)",
+            "{shown}: more than {} MiB",
             MAX_INPUT_BYTES >> 20
         )));
     }
-    String::from_utf8(bytes).map_err(|e| {
-        data_error(format!(
-            "{shown}: not UTF-8 text (byte {})",
-            e.utf8_error().valid_up_to()
-        ))
-    })
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Splits one input into profiles: a single JSON document, or JSON Lines.
+#[cfg(test)]
 pub fn parse_text(text: &str, shown: &str, stem: &str, inputs: &mut Inputs) {
-    if text.trim().is_empty() {
-        return inputs.errors.push(data_error(format!(
-            "{shown}: empty input, no profile in it"
-        )));
-    }
-    // One document (possibly pretty-printed) is the common case: parse it once.
-    if let Ok(profile) = serde_json::from_str::<Profile>(text)
-        && profile.schema_version == SCHEMA_VERSION
-    {
-        return push_parsed(Ok(profile), shown.to_string(), stem.to_string(), inputs);
-    }
-    let whole = serde_json::from_str::<IgnoredAny>(text);
-    let first_line_alone = || {
-        text.lines()
-            .find(|l| !l.trim().is_empty())
-            .is_some_and(|l| serde_json::from_str::<IgnoredAny>(l).is_ok())
-    };
-    match whole {
-        Ok(_) => push_one(text, shown.to_string(), stem.to_string(), inputs),
-        Err(_) if first_line_alone() => {
-            for (i, line) in text.lines().enumerate() {
-                if !line.trim().is_empty() {
-                    let origin = format!("{shown}:{}", i + 1);
-                    push_one(line, origin, format!("{stem}:{}", i + 1), inputs);
-                }
-            }
+    let mut reader = std::io::Cursor::new(text.as_bytes());
+    let _ = read_stream(&mut reader, shown, stem, &mut |item| {
+        match item {
+            Ok(one) => inputs.profiles.push(one),
+            Err(e) => inputs.errors.push(e.error),
         }
-        Err(e) => inputs
-            .errors
-            .push(data_error(format!("{shown}: not valid JSON: {e}"))),
-    }
+        Ok(())
+    });
 }
 
 /// Parses one profile. The fast path deserializes straight into [`Profile`] in one pass
@@ -177,26 +374,6 @@ fn parse_profile(text: &str, origin: &str) -> anyhow::Result<Profile> {
     match serde_json::from_str::<Profile>(text) {
         Ok(profile) if profile.schema_version == SCHEMA_VERSION => Ok(profile),
         _ => Profile::from_json(text, origin),
-    }
-}
-
-fn push_one(text: &str, origin: String, label: String, inputs: &mut Inputs) {
-    let parsed = parse_profile(text, &origin);
-    push_parsed(parsed, origin, label, inputs);
-}
-
-fn push_parsed(
-    parsed: anyhow::Result<Profile>,
-    origin: String,
-    label: String,
-    inputs: &mut Inputs,
-) {
-    match parsed.and_then(|p| check_consistent(p, &origin)) {
-        Ok(profile) => {
-            let label = profile.label.clone().unwrap_or(label);
-            inputs.profiles.push(Loaded { label, profile });
-        }
-        Err(e) => inputs.errors.push(e),
     }
 }
 

@@ -65,7 +65,7 @@ pub struct FitRequest {
 }
 
 /// The KV cache element type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum KvDtype {
     Bf16,
@@ -108,7 +108,7 @@ impl KvDtype {
 }
 
 /// The weights, by part, in bytes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WeightBytes {
     /// The decoder layers' linears, at the path's bits per weight.
     pub linears: u64,
@@ -130,7 +130,7 @@ impl WeightBytes {
 }
 
 /// The KV cache as vLLM V1 allocates it (`engine` in the plan JSON).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EngineKv {
     /// Tokens per KV block.
     pub block_size: u64,
@@ -149,7 +149,7 @@ pub struct EngineKv {
 }
 
 /// One layer kind's KV cache groups, as vLLM lays them out.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EngineGroup {
     pub kind: LayerKindName,
     pub layers: u64,
@@ -164,7 +164,7 @@ pub struct EngineGroup {
 }
 
 /// KV cache of one layer kind.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KvPart {
     pub kind: LayerKindName,
     pub layers: u64,
@@ -174,7 +174,7 @@ pub struct KvPart {
 }
 
 /// Layer kind names as the JSON spells them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LayerKindName {
     FullAttention,
@@ -183,7 +183,7 @@ pub enum LayerKindName {
 }
 
 /// The fit, as `plan` reports it (`memory` in the plan JSON).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MemoryFit {
     pub model: String,
     pub context: u64,
@@ -312,7 +312,12 @@ pub fn budget(profile: &Profile) -> (Option<u64>, String) {
                 Some(gpu) => match gpu.memory_bytes {
                     Some(bytes) => {
                         let name = gpu.name.as_deref().unwrap_or("the GPU");
-                        (Some(bytes), format!("GPU memory of {name}{many}"))
+                        let from = gpu
+                            .sources
+                            .get("memory_bytes")
+                            .map(|s| format!(", from the {s}"))
+                            .unwrap_or_default();
+                        (Some(bytes), format!("GPU memory of {name}{many}{from}"))
                     }
                     None => (
                         None,

@@ -3,7 +3,7 @@
 //! The pipeline (driven by `commands::plan`): load the catalog (`catalog.rs`: built-in,
 //! or `--catalog FILE`), get the profiles (`input.rs`: files, stdin, directories, JSON
 //! Lines; the command probes for `--sysroot` and the live host), decide each one
-//! (`rules.rs`, pure), render them (`render.rs`). In a fleet run a bad profile is reported on stderr and the rest are
+//! (`rules.rs`, pure), render them (`render.rs`; `script.rs` writes the build script). In a fleet run a bad profile is reported on stderr and the rest are
 //! still planned; the exit code is then the first error's (65 bad data, 66 missing).
 //! `--expect` and `check` (`check.rs`) exit 1 on a mismatch. With `--model`, each plan
 //! also gets a memory fit (`memory.rs`), and a device the model does not fit exits 3.
@@ -21,6 +21,7 @@ pub mod memory;
 pub mod render;
 pub mod rules;
 pub mod schema;
+pub mod script;
 
 use std::path::Path;
 

@@ -57,6 +57,34 @@ pub fn jsonl(out: &mut dyn Write, plans: &[Plan]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `--format jsonl`: the record for an input that gave no plan (`exit` is the code the
+/// run will end with for it), so a consumer of the stream sees every input.
+pub fn jsonl_error(
+    out: &mut dyn Write,
+    source: &str,
+    line: Option<usize>,
+    error: &str,
+    exit: u8,
+) -> anyhow::Result<()> {
+    #[derive(serde::Serialize)]
+    struct ErrorRecord<'a> {
+        source: &'a str,
+        line: Option<usize>,
+        error: &'a str,
+        exit: u8,
+    }
+    let record = ErrorRecord {
+        source,
+        line,
+        error,
+        exit,
+    };
+    let mut text = serde_json::to_vec(&record)?;
+    text.push(b'\n');
+    out.write_all(&text)?;
+    Ok(())
+}
+
 /// `--format args`: the vLLM flags, nothing at all when there are none.
 pub fn args(out: &mut dyn Write, plan: &Plan) -> anyhow::Result<()> {
     let flags = vllm_flags(plan);
@@ -463,7 +491,7 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         let want = "EDGEPLAN_DEVICE='box 1'\nEDGEPLAN_CLASS=x86_cpu\nEDGEPLAN_PRIORITY=speed\n\
 EDGEPLAN_PATH=w4a16-tinygemm\nEDGEPLAN_QUANTIZATION=cpu_int4\nEDGEPLAN_GROUP_SIZE=128\n\
-EDGEPLAN_BITS_PER_WEIGHT=4.25\nEDGEPLAN_BUILD_WITH=analysis/experiments/spark_edge/quantize_int4.py\n\
+EDGEPLAN_BITS_PER_WEIGHT=4.25\nEDGEPLAN_BUILD_WITH='edgeplan plan --format script (GPTQModel: 4-bit, group 128)'\n\
 EDGEPLAN_RUNS_IN_VLLM=1\nEDGEPLAN_VERIFIED=1\nEDGEPLAN_ENGINE_ARGS='--quantization cpu_int4'\nEDGEPLAN_THREADS=6\n";
         assert_eq!(text, want);
     }

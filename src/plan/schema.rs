@@ -16,7 +16,7 @@ pub const PLAN_SCHEMA_VERSION: u32 = 1;
 pub use crate::profile::Priority;
 
 /// The plan for one device.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Plan {
     pub schema_version: u32,
     /// The device's label, or the name of the input it came from.
@@ -42,7 +42,7 @@ pub struct Plan {
 }
 
 /// What a saved bench run says about this plan.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Measured {
     /// `real`, or `fake` (the simulated test executor: not measurements).
     pub executor: Option<String>,
@@ -75,7 +75,7 @@ pub struct Measured {
 pub use crate::profile::MeasuredPath;
 
 /// The chosen path as the contract spells it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PlannedPath {
     pub name: String,
     pub quantization: Option<String>,
@@ -91,7 +91,7 @@ pub struct PlannedPath {
 }
 
 /// One rule of the trace.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Step {
     /// Short rule id, e.g. `amx_int8_usable`.
     pub rule: String,
@@ -102,7 +102,7 @@ pub struct Step {
 }
 
 /// One profile fact, with where it came from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Fact {
     /// The profile field, e.g. `cpu.features.amx_int8.usable`.
     pub field: String,
@@ -112,7 +112,7 @@ pub struct Fact {
 }
 
 /// A path that was not chosen, and why.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Alternative {
     pub path: String,
     pub reason: String,

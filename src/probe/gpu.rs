@@ -4,8 +4,11 @@
 //! listed. For NVIDIA (`vendor` `0x10de`) the model comes from the driver's
 //! `/proc/driver/nvidia/gpus/<bdf>/information` `Model:` line, else from the device-ID
 //! table; the compute capability from the name table, then the device-ID table, then
-//! the chip family encoded in the device ID's high byte. `memory_bytes` stays `null`:
-//! only NVML (not used here) reports VRAM, and sysfs does not.
+//! the chip family encoded in the device ID's high byte. `memory_bytes` (sysfs does not
+//! report VRAM) comes from NVML when the driver's `libnvidia-ml.so.1` loads at run time
+//! (live probes only; its absence is a normal case), else from the device-ID table's
+//! marketed size; `sources.memory_bytes` names which. Otherwise it stays `null` with a
+//! warning, and the memory fit says it does not know.
 
 use std::collections::BTreeMap;
 
@@ -16,6 +19,51 @@ const PCI_DEVICES: &str = "/sys/bus/pci/devices";
 
 /// Lists the GPUs. Other vendors' GPUs are listed with no compute capability.
 pub fn read(sys: &SysRoot) -> Vec<Gpu> {
+    let mut gpus = list(sys);
+    let nvidia: Vec<String> = gpus
+        .iter()
+        .filter(|g| g.vendor == "nvidia")
+        .filter_map(|g| g.pci_bdf.clone())
+        .collect();
+    let from_nvml = if sys.is_live() && !nvidia.is_empty() {
+        nvml::total_memory(&nvidia)
+    } else {
+        Err("not a live probe".into())
+    };
+    for gpu in gpus.iter_mut().filter(|g| g.vendor == "nvidia") {
+        let bdf = gpu.pci_bdf.clone().unwrap_or_default();
+        let by_table = gpu
+            .device_id
+            .as_deref()
+            .and_then(parse_hex)
+            .and_then(device_entry)
+            .map(|e| e.memory_gib << 30);
+        let (bytes, source) = match (from_nvml.as_ref().ok().and_then(|m| m.get(&bdf)), by_table) {
+            (Some(&bytes), _) => (Some(bytes), "NVML (libnvidia-ml.so.1)".to_string()),
+            (None, Some(bytes)) => (Some(bytes), "device-id table (marketed size)".to_string()),
+            (None, None) => {
+                let why = match &from_nvml {
+                    Err(e) => e.clone(),
+                    Ok(_) => "NVML did not report this GPU".into(),
+                };
+                sys.warn(format!(
+                    "NVIDIA GPU {bdf} (device {}): memory unknown (NVML: {why}; the device id is not in edgeplan's table); a memory fit will say unknown",
+                    gpu.device_id.as_deref().unwrap_or("?")
+                ));
+                (
+                    None,
+                    format!("unknown: NVML: {why}; device id not in the table"),
+                )
+            }
+        };
+        gpu.memory_bytes = bytes;
+        gpu.sources.insert("memory_bytes".into(), source);
+    }
+    gpus
+}
+
+/// The display devices sysfs lists, described without NVML.
+fn list(sys: &SysRoot) -> Vec<Gpu> {
     let mut gpus = Vec::new();
     for bdf in sys.list(PCI_DEVICES) {
         let dir = format!("{PCI_DEVICES}/{bdf}");
@@ -61,9 +109,9 @@ fn describe_nvidia(sys: &SysRoot, bdf: &str, device_id: Option<&str>, gpu: &mut 
     }
     let by_id = device_id.and_then(parse_hex).and_then(device_entry);
     if gpu.name.is_none()
-        && let Some((name, _)) = by_id
+        && let Some(entry) = by_id
     {
-        gpu.name = Some(name.to_string());
+        gpu.name = Some(entry.name.to_string());
         sources.insert("name".into(), "device-id table".into());
     }
     let cc = gpu
@@ -71,7 +119,7 @@ fn describe_nvidia(sys: &SysRoot, bdf: &str, device_id: Option<&str>, gpu: &mut 
         .as_deref()
         .and_then(cc_from_name)
         .map(|cc| (cc, "name table"))
-        .or_else(|| by_id.map(|(_, cc)| (cc, "device-id table")))
+        .or_else(|| by_id.map(|e| (e.cc, "device-id table")))
         .or_else(|| {
             device_id
                 .and_then(parse_hex)
@@ -87,10 +135,6 @@ fn describe_nvidia(sys: &SysRoot, bdf: &str, device_id: Option<&str>, gpu: &mut 
             device_id.unwrap_or("?")
         ));
     }
-    sources.insert(
-        "memory_bytes".into(),
-        "unknown without NVML (not read by this probe)".into(),
-    );
     gpu.sources = sources;
 }
 
@@ -131,36 +175,52 @@ fn parse_hex(text: &str) -> Option<u32> {
     u32::from_str_radix(text.trim().trim_start_matches("0x"), 16).ok()
 }
 
-/// Known NVIDIA device IDs: marketing name and compute capability.
-pub fn device_entry(id: u32) -> Option<(&'static str, &'static str)> {
-    Some(match id {
-        0x1db1 => ("Tesla V100-SXM2-16GB", "7.0"),
-        0x1db4 => ("Tesla V100-PCIE-16GB", "7.0"),
-        0x1db5 => ("Tesla V100-SXM2-32GB", "7.0"),
-        0x1db6 => ("Tesla V100-PCIE-32GB", "7.0"),
-        0x1eb8 => ("Tesla T4", "7.5"),
-        0x1e04 | 0x1e07 => ("GeForce RTX 2080 Ti", "7.5"),
-        0x20b0 => ("A100-SXM4-40GB", "8.0"),
-        0x20b2 => ("A100-SXM4-80GB", "8.0"),
-        0x20b5 => ("A100 80GB PCIe", "8.0"),
-        0x20f1 => ("A100-PCIE-40GB", "8.0"),
-        0x20b7 => ("A30", "8.0"),
-        0x2235 => ("A40", "8.6"),
-        0x2236 => ("A10", "8.6"),
-        0x2204 => ("GeForce RTX 3090", "8.6"),
-        0x2206 => ("GeForce RTX 3080", "8.6"),
-        0x27b8 => ("L4", "8.9"),
-        0x26b5 => ("L40", "8.9"),
-        0x26b9 => ("L40S", "8.9"),
-        0x2684 => ("GeForce RTX 4090", "8.9"),
-        0x2330 => ("H100 80GB HBM3", "9.0"),
-        0x2331 => ("H100 PCIe", "9.0"),
-        0x2321 => ("H100 NVL", "9.0"),
-        0x2335 => ("H200", "9.0"),
-        0x2342 => ("GH200 480GB", "9.0"),
-        0x2901 => ("B200", "10.0"),
-        0x2b85 => ("GeForce RTX 5090", "12.0"),
+/// One known NVIDIA device ID: marketing name, compute capability, marketed memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceEntry {
+    pub name: &'static str,
+    pub cc: &'static str,
+    /// The memory NVIDIA's datasheet gives, in GiB (the driver keeps a few hundred MiB
+    /// of it; the memory fit's headroom covers that).
+    pub memory_gib: u64,
+}
+
+/// Known NVIDIA device IDs (PCI IDs as the pci.ids database lists them; names,
+/// compute capabilities from NVIDIA's CUDA GPUs list, memory from NVIDIA's datasheets).
+pub fn device_entry(id: u32) -> Option<DeviceEntry> {
+    let (name, cc, memory_gib) = match id {
+        0x1db1 => ("Tesla V100-SXM2-16GB", "7.0", 16),
+        0x1db4 => ("Tesla V100-PCIE-16GB", "7.0", 16),
+        0x1db5 => ("Tesla V100-SXM2-32GB", "7.0", 32),
+        0x1db6 => ("Tesla V100-PCIE-32GB", "7.0", 32),
+        0x1eb8 => ("Tesla T4", "7.5", 16),
+        0x1e04 | 0x1e07 => ("GeForce RTX 2080 Ti", "7.5", 11),
+        0x20b0 => ("A100-SXM4-40GB", "8.0", 40),
+        0x20b2 => ("A100-SXM4-80GB", "8.0", 80),
+        0x20b5 => ("A100 80GB PCIe", "8.0", 80),
+        0x20f1 => ("A100-PCIE-40GB", "8.0", 40),
+        0x20b7 => ("A30", "8.0", 24),
+        0x2235 => ("A40", "8.6", 48),
+        0x2236 => ("A10", "8.6", 24),
+        0x2204 => ("GeForce RTX 3090", "8.6", 24),
+        0x2206 => ("GeForce RTX 3080", "8.6", 10),
+        0x27b8 => ("L4", "8.9", 24),
+        0x26b5 => ("L40", "8.9", 48),
+        0x26b9 => ("L40S", "8.9", 48),
+        0x2684 => ("GeForce RTX 4090", "8.9", 24),
+        0x2330 => ("H100 80GB HBM3", "9.0", 80),
+        0x2331 => ("H100 PCIe", "9.0", 80),
+        0x2321 => ("H100 NVL", "9.0", 94),
+        0x2335 => ("H200", "9.0", 141),
+        0x2342 => ("GH200 480GB", "9.0", 96),
+        0x2901 => ("B200", "10.0", 180),
+        0x2b85 => ("GeForce RTX 5090", "12.0", 32),
         _ => return None,
+    };
+    Some(DeviceEntry {
+        name,
+        cc,
+        memory_gib,
     })
 }
 
@@ -254,6 +314,91 @@ fn is_ampere_workstation(token: &str) -> bool {
         && token.ends_with("000")
 }
 
+/// NVML, loaded at run time: the driver's library is optional, so it is opened with
+/// `dlopen` (no link-time dependency) and its absence is an `Err` saying so.
+mod nvml {
+    use std::collections::BTreeMap;
+    use std::ffi::{CStr, CString, c_char, c_int, c_void};
+
+    /// `nvmlMemory_t`.
+    #[repr(C)]
+    struct Memory {
+        total: u64,
+        free: u64,
+        used: u64,
+    }
+
+    type InitFn = unsafe extern "C" fn() -> c_int;
+    type ByBusIdFn = unsafe extern "C" fn(*const c_char, *mut *mut c_void) -> c_int;
+    type MemoryFn = unsafe extern "C" fn(*mut c_void, *mut Memory) -> c_int;
+
+    const LIBRARY: &CStr = c"libnvidia-ml.so.1";
+
+    /// Total memory per PCI address (`0000:41:00.0`) for the GPUs NVML knows.
+    pub fn total_memory(bdfs: &[String]) -> Result<BTreeMap<String, u64>, String> {
+        // SAFETY: dlopen takes a NUL-terminated name; a null return is handled.
+        let lib = unsafe { libc::dlopen(LIBRARY.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        if lib.is_null() {
+            return Err("libnvidia-ml.so.1 not found".into());
+        }
+        let symbol = |name: &CStr| {
+            // SAFETY: `lib` is a live handle from dlopen and `name` is NUL-terminated.
+            let ptr = unsafe { libc::dlsym(lib, name.as_ptr()) };
+            (!ptr.is_null()).then_some(ptr)
+        };
+        let (Some(init), Some(by_bus), Some(memory), Some(shutdown)) = (
+            symbol(c"nvmlInit_v2"),
+            symbol(c"nvmlDeviceGetHandleByPciBusId_v2"),
+            symbol(c"nvmlDeviceGetMemoryInfo"),
+            symbol(c"nvmlShutdown"),
+        ) else {
+            return Err("libnvidia-ml.so.1 lacks the NVML functions used".into());
+        };
+        // SAFETY: the symbols are NVML's documented entry points with these C
+        // signatures (nvml.h): nvmlInit_v2(void), nvmlDeviceGetHandleByPciBusId_v2(const
+        // char*, nvmlDevice_t*), nvmlDeviceGetMemoryInfo(nvmlDevice_t, nvmlMemory_t*),
+        // nvmlShutdown(void), all returning nvmlReturn_t (an int enum).
+        let (init, by_bus, memory, shutdown) = unsafe {
+            (
+                std::mem::transmute::<*mut c_void, InitFn>(init),
+                std::mem::transmute::<*mut c_void, ByBusIdFn>(by_bus),
+                std::mem::transmute::<*mut c_void, MemoryFn>(memory),
+                std::mem::transmute::<*mut c_void, InitFn>(shutdown),
+            )
+        };
+        // SAFETY: NVML's init takes no arguments; 0 is NVML_SUCCESS.
+        let rc = unsafe { init() };
+        if rc != 0 {
+            return Err(format!("nvmlInit failed (NVML error {rc})"));
+        }
+        let mut totals = BTreeMap::new();
+        for bdf in bdfs {
+            let Ok(id) = CString::new(bdf.as_str()) else {
+                continue;
+            };
+            let mut device: *mut c_void = std::ptr::null_mut();
+            // SAFETY: `id` is NUL-terminated and `device` a valid out-pointer.
+            if unsafe { by_bus(id.as_ptr(), &mut device) } != 0 {
+                continue;
+            }
+            let mut info = Memory {
+                total: 0,
+                free: 0,
+                used: 0,
+            };
+            // SAFETY: `device` is the handle NVML just returned; `info` is a valid
+            // nvmlMemory_t to fill.
+            if unsafe { memory(device, &mut info) } == 0 && info.total > 0 {
+                totals.insert(bdf.clone(), info.total);
+            }
+        }
+        // SAFETY: balances the successful init above. The library stays loaded (NVML
+        // may keep threads), so no dlclose.
+        unsafe { shutdown() };
+        Ok(totals)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -291,8 +436,14 @@ mod tests {
 
     #[test]
     fn device_ids() {
-        assert_eq!(device_entry(0x2331), Some(("H100 PCIe", "9.0")));
-        assert_eq!(device_entry(0x1eb8).map(|e| e.1), Some("7.5"));
+        assert_eq!(
+            device_entry(0x2331).map(|e| (e.name, e.cc)),
+            Some(("H100 PCIe", "9.0"))
+        );
+        assert_eq!(
+            device_entry(0x1eb8).map(|e| (e.cc, e.memory_gib)),
+            Some(("7.5", 16))
+        );
         assert_eq!(cc_from_family(0x2335), Some("9.0"));
         assert_eq!(cc_from_family(0x2182), Some("7.5")); // GTX 1660 Ti, TU116
         assert_eq!(cc_from_family(0x1d01), None); // GT 1030, Pascal
@@ -302,9 +453,13 @@ mod tests {
         for id in [
             0x1db1, 0x1eb8, 0x20b0, 0x2236, 0x27b8, 0x2331, 0x2901, 0x2b85,
         ] {
-            assert_eq!(device_entry(id).map(|e| e.1), cc_from_family(id), "{id:#x}");
             assert_eq!(
-                cc_from_name(device_entry(id).unwrap().0),
+                device_entry(id).map(|e| e.cc),
+                cc_from_family(id),
+                "{id:#x}"
+            );
+            assert_eq!(
+                cc_from_name(device_entry(id).unwrap().name),
                 cc_from_family(id),
                 "{id:#x}"
             );

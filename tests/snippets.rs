@@ -1,0 +1,172 @@
+//! Every `bash` block of README.md and docs/*.md runs under `bash -euo pipefail`, once
+//! with a good profile and once with a bad one: the good one reaches `vllm serve` (a stub
+//! that records its arguments), the bad one stops the script before it.
+
+use std::path::{Path, PathBuf};
+
+use crate::util::fixture;
+
+/// The `bash` blocks of one Markdown file.
+fn bash_blocks(text: &str) -> Vec<String> {
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        match (&mut current, line.trim_end()) {
+            (None, "```bash") => current = Some(String::new()),
+            (Some(block), "```") => {
+                blocks.push(std::mem::take(block));
+                current = None;
+            }
+            (Some(block), _) => {
+                block.push_str(line);
+                block.push('\n');
+            }
+            (None, _) => {}
+        }
+    }
+    blocks
+}
+
+/// Every bash block of README.md and docs/, with the file it came from.
+pub fn documented_snippets() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut docs: Vec<PathBuf> = vec![root.join("README.md")];
+    let mut more: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    more.sort();
+    docs.extend(more);
+    let mut out = Vec::new();
+    for doc in docs {
+        let text = std::fs::read_to_string(&doc).unwrap();
+        for block in bash_blocks(&text) {
+            out.push((
+                doc.file_name().unwrap().to_string_lossy().into_owned(),
+                block,
+            ));
+        }
+    }
+    out
+}
+
+/// A directory with `edgeplan` (the built binary) and a `vllm` stub that records its
+/// arguments in `$VLLM_LOG`.
+pub fn stub_bin(dir: &Path) -> PathBuf {
+    let bin = dir.join("bin");
+    if bin.join("vllm").exists() {
+        return bin;
+    }
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(
+        assert_cmd::cargo::cargo_bin("edgeplan"),
+        bin.join("edgeplan"),
+    )
+    .unwrap();
+    let stub = bin.join("vllm");
+    std::fs::write(&stub, "#!/bin/sh\nprintf '%s\\n' \"$*\" >> \"$VLLM_LOG\"\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// Runs `script` under `bash -euo pipefail` with `PROFILE` set; returns (exit code, the
+/// vllm command lines it ran, stderr).
+fn run_snippet(script: &str, profile: &Path) -> (Option<i32>, Option<String>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = stub_bin(dir.path());
+    let log = dir.path().join("vllm.log");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = std::process::Command::new("bash")
+        .args(["-euo", "pipefail", "-c", script])
+        .env("PATH", path)
+        .env("PROFILE", profile)
+        .env("VLLM_LOG", &log)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        std::fs::read_to_string(&log).ok(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn every_documented_bash_snippet_serves_on_a_good_profile_and_stops_on_a_bad_one() {
+    let snippets = documented_snippets();
+    assert!(
+        snippets.len() >= 3,
+        "expected the README and docs deploy snippets"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"schema_version": 1}"#).unwrap();
+    let missing = dir.path().join("missing.json");
+    for (doc, script) in &snippets {
+        let good = fixture("profiles/hand-x86-amx-usable.json");
+        let (code, vllm, stderr) = run_snippet(script, &good);
+        assert_eq!(
+            code,
+            Some(0),
+            "{doc}: good profile failed:\n{script}\n{stderr}"
+        );
+        let vllm = vllm.unwrap_or_else(|| panic!("{doc}: vllm never ran:\n{script}"));
+        assert!(vllm.starts_with("serve "), "{doc}: {vllm}");
+        for profile in [&bad, &missing] {
+            let (code, vllm, stderr) = run_snippet(script, profile);
+            assert_ne!(
+                code,
+                Some(0),
+                "{doc}: a bad profile did not stop:\n{script}"
+            );
+            assert!(vllm.is_none(), "{doc}: vllm ran on a bad profile: {vllm:?}");
+            assert!(stderr.contains("edgeplan: "), "{doc}: {stderr}");
+        }
+    }
+}
+
+#[test]
+fn env_and_args_print_nothing_on_failure_or_when_the_model_does_not_fit() {
+    use crate::util::edgeplan;
+    for format in ["env", "args"] {
+        // Does not fit: a 70B-class context on a 16 GiB container.
+        edgeplan()
+            .args([
+                "plan",
+                "--format",
+                format,
+                "--model",
+                "qwen3-1.7b",
+                "--context",
+            ])
+            .arg("100000000")
+            .arg("--profile")
+            .arg(fixture("profiles/x86-container-cgroup2.json"))
+            .assert()
+            .code(3)
+            .stdout("");
+        edgeplan()
+            .args(["plan", "--format", format, "--expect", "bf16", "--profile"])
+            .arg(fixture("profiles/hand-x86-amx-usable.json"))
+            .assert()
+            .code(1)
+            .stdout("");
+        edgeplan()
+            .args([
+                "plan",
+                "--format",
+                format,
+                "--profile",
+                "/nonexistent/p.json",
+            ])
+            .assert()
+            .code(66)
+            .stdout("");
+    }
+}
