@@ -39,6 +39,8 @@ pub struct BenchReport {
     pub kernels: Vec<KernelCheck>,
     pub results: Vec<ResultRow>,
     pub fidelity: Vec<FidelityRow>,
+    /// The paired, interleaved rounds the verdict rests on.
+    pub paired: Option<super::rows::PairedRun>,
     pub verdict: Verdict,
     /// How the figures were obtained and what they leave out.
     pub notes: Vec<String>,
