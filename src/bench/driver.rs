@@ -25,8 +25,10 @@ use crate::profile::{Profile, Tool};
 pub struct Inputs<'a> {
     pub request: &'a BenchRequest,
     pub profile: &'a Profile,
-    /// Where the profile came from: `live probe` or the file.
-    pub source: &'a str,
+    /// This host's CPU model (the report's host is always this one).
+    pub host_cpu: Option<String>,
+    /// Set when the profile describes another device than this host: the label.
+    pub other_device: Option<String>,
     /// The plan under test, or why there is none.
     pub plan: Result<PlanInput, String>,
     pub workload: &'a Workload,
@@ -388,15 +390,9 @@ fn verdict_stage(
         comparisons: &rounded.paired.comparisons,
         fidelity: &rounded.fidelity,
         failed_paths,
-        notes: if inputs.source != "live probe" {
-            vec![format!(
-                "the plan is for the profile {}; the measurements are this host's",
-                inputs.source
-            )]
-        } else {
-            vec![]
-        },
+        notes: Vec::new(),
     });
+    verdict.other_device = inputs.other_device.clone();
     // Real timings under user-mode emulation measure the emulator: no verdict from them.
     if let Some(why) = crate::arch::emulation::emulation().filter(|_| executor == "real") {
         verdict.status = verdict::Status::Inconclusive;
@@ -426,8 +422,13 @@ fn assemble(
         tool: Tool::this(),
         executor: executor.to_string(),
         host: Host {
-            cpu_model: profile.cpu.model_name.clone(),
-            logical_cpus: profile.cpu.logical_cpus,
+            cpu_model: inputs.host_cpu.clone(),
+            logical_cpus: match inputs.other_device {
+                None => profile.cpu.logical_cpus,
+                Some(_) => std::thread::available_parallelism()
+                    .ok()
+                    .map(|n| n.get() as u32),
+            },
             l3_bytes: sizing.l3,
             l3_source: sizing.l3_source.to_string(),
         },

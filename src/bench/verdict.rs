@@ -63,6 +63,9 @@ pub struct PlanInput {
     pub name: String,
     /// The bench path that measures it (the catalog's `bench_path`), if any.
     pub bench_path: Option<KernelPath>,
+    /// Why the plan does not run on a CPU bench can time (`runs on the CUDA GPU`):
+    /// the verdict is then `not_applicable` and the CPU rows are for information.
+    pub off_cpu: Option<String>,
     /// `speed` or `fidelity`.
     pub priority: String,
     /// Where the profile came from (`live probe`, a file name).
@@ -100,6 +103,9 @@ pub struct Verdict {
     pub reason: String,
     /// A compared measurement spread over 10 % of its median: re-run on a quiet machine.
     pub noisy: bool,
+    /// Set when the profile describes another device than this host: figures are this host's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub other_device: Option<String>,
     pub notes: Vec<String>,
 }
 
@@ -114,10 +120,14 @@ impl Verdict {
             Status::Inconclusive => "INCONCLUSIVE",
             Status::NotApplicable => "NOT APPLICABLE",
         };
-        format!(
+        let line = format!(
             "verdict: plan {plan} (priority {}, from {}) {word}: {}",
             self.priority, self.plan_source, self.reason
-        )
+        );
+        match &self.other_device {
+            Some(label) => format!("{line}\nNOTE: {label}"),
+            None => line,
+        }
     }
 }
 
@@ -173,6 +183,7 @@ pub fn decide(input: VerdictInput<'_>) -> Verdict {
         prefill_gap_pct: None,
         reason: String::new(),
         noisy: false,
+        other_device: None,
         notes: input.notes,
     };
     let plan = match input.plan {
@@ -186,6 +197,14 @@ pub fn decide(input: VerdictInput<'_>) -> Verdict {
     v.planned = Some(plan.name.clone());
     v.priority = plan.priority.clone();
     v.plan_source = plan.source.clone();
+    if let Some(why) = &plan.off_cpu {
+        v.status = Status::NotApplicable;
+        v.reason = format!(
+            "{} {why}; bench times this host's CPU kernels only: the rows above are the CPU paths, for information, not a check of this plan",
+            plan.name
+        );
+        return v;
+    }
     let Some(path) = plan.bench_path else {
         v.status = Status::NotApplicable;
         v.reason = format!(
@@ -483,6 +502,7 @@ mod tests {
         Ok(PlanInput {
             name: name.into(),
             bench_path,
+            off_cpu: None,
             priority: priority.into(),
             source: "test".into(),
             x86_without_amx: false,
@@ -704,6 +724,21 @@ mod tests {
         assert_eq!(v.status, Status::NotApplicable);
         assert!(!v.confirmed);
         assert!(v.reason.contains("no bench path"), "{}", v.reason);
+    }
+
+    #[test]
+    fn gpu_plans_are_not_applicable_even_when_a_cpu_path_loses() {
+        let rows = [
+            r(Bf16, Decode, 160.0, 1.0, "c"),
+            r(W4A8, Decode, 40.0, 0.1, "a"),
+        ];
+        let mut p = plan("bf16", "speed").unwrap();
+        p.off_cpu = Some("runs on the CUDA GPU".into());
+        p.bench_path = None;
+        let v = decide_with(Ok(p), &rows, &[]);
+        assert_eq!(v.status, Status::NotApplicable);
+        assert!(v.reason.contains("for information"), "{}", v.reason);
+        assert!(v.reason.contains("CUDA GPU"), "{}", v.reason);
     }
 
     #[test]
