@@ -221,8 +221,9 @@ fn budget<B: Backend>(
             return Err(Coded {
                 exit: Exit::DoesNotFit,
                 message: format!(
-                    "{}: the {worst} path needs {} (decode rotation over twice the {} L3, plus staging) but the profile's memory budget is {}; use --paths without {worst}, --quick, or a smaller model",
+                    "{}: the run holds {} at once (the bandwidth buffer and one rotation per weight layout; the {worst} path alone needs {}: decode rotation over twice the {} L3, plus staging) but the profile's memory budget is {}; use --paths without {worst}, --quick, or a smaller model",
                     w.model,
+                    output::bytes(need),
                     output::bytes(bytes),
                     output::bytes(l3),
                     output::bytes(budget)
