@@ -187,6 +187,98 @@ pub fn refresh(row: &mut ResultRow, seconds: &[f64], gbps: &[f64]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::clock::FakeClock;
+    use crate::bench::fake::FakeBackend;
+    use crate::bench::paired::Judgement;
+    use crate::bench::workload::Gemm;
+    use std::sync::Arc;
+
+    fn tiny() -> Workload {
+        let g = |name: &str, n, k| Gemm {
+            name: name.into(),
+            n,
+            k,
+        };
+        Workload {
+            model: "tiny".into(),
+            layers: 2,
+            hidden_size: 128,
+            intermediate_size: 256,
+            vocab_size: 256,
+            per_layer: vec![g("q_proj", 128, 128)],
+            lm_head: g("lm_head", 256, 128),
+        }
+    }
+
+    #[test]
+    fn rounds_stop_when_decided_or_at_the_limit_and_pair_every_row() {
+        let clock = Arc::new(FakeClock::new(0.0));
+        let b = FakeBackend::new(1, clock.clone()).slowing(Some(KernelPath::W4A16));
+        let w = tiny();
+        let kernels = b.kernels();
+        let k = |name: &str| kernels.iter().find(|k| k.name == name).unwrap();
+        let rot = Rotation::build(&b, KernelPath::W4A8, &w, 1, 1).unwrap();
+        let plan = DecodePlan {
+            instances: 1,
+            scale: 2.0,
+            working_set_bytes: 0,
+        };
+        let entrant = |path, name| Entrant {
+            path,
+            phase: Phase::Decode,
+            kernel: k(name),
+            rotation: &rot,
+            decode: plan,
+            prefill_layers: 1,
+            tokens: 1,
+        };
+        let es = [
+            entrant(KernelPath::W4A8, "w4a8-fake"),
+            entrant(KernelPath::W4A16, "w4a16-fake"),
+        ];
+        let probe = Probe::new(1 << 16);
+        let policy = Policy {
+            min_rounds: 6,
+            max_rounds: 50,
+            budget_s: f64::INFINITY,
+        };
+        // The fake clock makes every round alike: decided at the minimum.
+        let r = run(
+            &b,
+            clock.as_ref(),
+            &w,
+            &es,
+            &probe,
+            Some(KernelPath::W4A16),
+            policy,
+        )
+        .unwrap();
+        assert_eq!((r.gbps.len(), r.stopped), (6, Stop::Decided));
+        assert!(r.seconds.iter().all(|s| s.len() == 6));
+        let cs = compare(&es, &r.seconds, Some(KernelPath::W4A16));
+        assert_eq!(cs.len(), 1);
+        assert_eq!(
+            (cs[0].rival, cs[0].judgement),
+            (KernelPath::W4A8, Judgement::Beaten)
+        );
+        // A fixed count runs exactly that many.
+        let fixed = Policy {
+            min_rounds: 9,
+            max_rounds: 9,
+            budget_s: f64::INFINITY,
+        };
+        let r = run(
+            &b,
+            clock.as_ref(),
+            &w,
+            &es,
+            &probe,
+            Some(KernelPath::W4A16),
+            fixed,
+        )
+        .unwrap();
+        assert_eq!((r.gbps.len(), r.stopped), (9, Stop::Rounds));
+    }
 
     #[test]
     fn shuffle_is_a_permutation_and_varies() {
