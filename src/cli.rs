@@ -212,9 +212,16 @@ pub struct BenchArgs {
     /// Worker threads (default: the profile's usable threads).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
-    /// Fewer layers and repeats (still a working set over the L3).
+    /// Fewer layers and repeats (still a working set over the L3); paired rounds stop
+    /// after about 5 s instead of 30 s.
     #[arg(long)]
     pub quick: bool,
+    /// Run exactly N paired rounds (at least 6) instead of stopping adaptively.
+    #[arg(long, value_name = "N")]
+    pub rounds: Option<usize>,
+    /// Seconds of paired rounds after which no new round starts.
+    #[arg(long, value_name = "SECONDS")]
+    pub budget: Option<String>,
     /// The profile to plan against, `-` for stdin (default: probe the live host).
     #[arg(long, value_name = "FILE|-")]
     pub profile: Option<PathBuf>,
@@ -360,7 +367,9 @@ fn plan_request(args: PlanArgs) -> anyhow::Result<PlanRequest> {
 /// (real, or the fake one tests use) is picked here, once.
 fn bench_request(args: BenchArgs) -> anyhow::Result<BenchCommand> {
     use crate::bench::backend::KernelPath;
-    use crate::bench::request::{BenchRequest, Effort, MAX_PREFILL_TOKENS, ModelSpec};
+    use crate::bench::request::{
+        BenchRequest, Effort, MAX_PREFILL_TOKENS, ModelSpec, check_budget, check_rounds,
+    };
     let mut paths = Vec::new();
     for p in &args.paths {
         if p.trim().is_empty() {
@@ -421,6 +430,8 @@ fn bench_request(args: BenchArgs) -> anyhow::Result<BenchCommand> {
         } else {
             Effort::Full
         },
+        rounds: args.rounds.map(check_rounds).transpose()?,
+        budget_s: args.budget.as_deref().map(check_budget).transpose()?,
         profile: args.profile,
         priority: args.priority.into(),
         strict: args.strict,

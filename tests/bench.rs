@@ -20,8 +20,34 @@ struct Report {
     kernels: Vec<Kernel>,
     results: Vec<ResultRow>,
     fidelity: Vec<Fidelity>,
+    paired: Paired,
     verdict: Verdict,
     notes: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Paired {
+    rounds: usize,
+    stopped: String,
+    tie_band_pct: f64,
+    comparisons: Vec<Comparison>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Comparison {
+    phase: String,
+    planned: String,
+    rival: String,
+    ratio: Interval,
+    judgement: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct Interval {
+    median: f64,
+    low: f64,
+    high: f64,
+    n: usize,
 }
 
 #[derive(Debug, Deserialize)]
@@ -78,6 +104,7 @@ struct Verdict {
     confirmed: bool,
     status: String,
     reason: String,
+    other_device: Option<String>,
 }
 
 const TINY: &str = "bench/tiny-config.json";
@@ -372,6 +399,9 @@ fn bad_input_gets_one_line_and_the_documented_code() {
             66,
             "p.json",
         ),
+        (vec!["--rounds".into(), "3".into()], 2, "--rounds 3"),
+        (vec!["--budget".into(), "0".into()], 2, "--budget 0"),
+        (vec!["--budget".into(), "soon".into()], 2, "--budget soon"),
     ];
     for (args, code, needle) in cases {
         let mut cmd = fake_bench("fake");
@@ -407,4 +437,76 @@ fn a_model_too_big_for_memory_is_refused_before_allocating() {
         .code(3)
         .stderr(predicates::str::contains("memory budget"))
         .stdout("");
+}
+
+#[test]
+fn paired_rounds_back_the_verdict() {
+    let r = json_report(&["--profile", fixture(HOST).to_str().unwrap()]);
+    let p = &r.paired;
+    // The fake clock makes every round identical: decided at the quick minimum.
+    assert_eq!((p.rounds, p.stopped.as_str()), (8, "decided"));
+    assert_eq!(p.tie_band_pct, 3.0);
+    assert!(!p.comparisons.is_empty());
+    for c in &p.comparisons {
+        assert_eq!(c.ratio.n, p.rounds);
+        assert!(c.ratio.low <= c.ratio.median && c.ratio.median <= c.ratio.high);
+        assert_ne!(c.planned, c.rival);
+        assert!(["decode", "prefill"].contains(&c.phase.as_str()));
+        let expect = if c.ratio.high <= 1.03 {
+            "holds"
+        } else if c.ratio.low > 1.03 {
+            "beaten"
+        } else {
+            "undecided"
+        };
+        assert_eq!(c.judgement, expect, "{c:?}");
+    }
+    // --rounds fixes the count.
+    let r = json_report(&[
+        "--profile",
+        fixture(HOST).to_str().unwrap(),
+        "--rounds",
+        "11",
+    ]);
+    assert_eq!((r.paired.rounds, r.paired.stopped.as_str()), (11, "rounds"));
+}
+
+#[test]
+fn gpu_and_jetson_plans_are_not_applicable_and_strict_passes() {
+    for profile in [
+        "profiles/hand-cuda-h100.json",
+        "profiles/hand-jetson-orin.json",
+    ] {
+        let path = fixture(profile);
+        let r = json_report(&["--profile", path.to_str().unwrap(), "--strict"]);
+        assert_eq!(
+            r.verdict.status, "not_applicable",
+            "{profile}: {:?}",
+            r.verdict
+        );
+        assert!(!r.verdict.confirmed);
+        assert!(
+            r.verdict.reason.contains("for information"),
+            "{}",
+            r.verdict.reason
+        );
+        assert!(
+            r.paired.comparisons.is_empty(),
+            "nothing of the plan to compare"
+        );
+        // The CPU rows are still measured, and labelled as this host's.
+        assert!(!r.results.is_empty());
+        let label = r.verdict.other_device.expect("another device is labelled");
+        assert!(label.contains("this host"), "{label}");
+    }
+    // Even with a path made slow, --strict passes: not_applicable never fails it.
+    edgeplan()
+        .env("EDGEPLAN_BENCH_EXECUTOR", "fake-slow-bf16")
+        .args(["bench", "--quick", "--strict", "--model-config"])
+        .arg(fixture(TINY))
+        .arg("--profile")
+        .arg(fixture("profiles/hand-cuda-h100.json"))
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("NOT APPLICABLE"));
 }

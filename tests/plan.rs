@@ -29,7 +29,9 @@ struct PathJson {
     bits_per_weight: Option<f64>,
     fused_cpu_norms: bool,
     runs_in_vllm: bool,
-    verified: bool,
+    /// `measured`, `inferred` or `flags-only`.
+    verified: String,
+    verified_basis: String,
     rationale: String,
     build_with: Option<String>,
     notes: Vec<String>,
@@ -107,7 +109,13 @@ fn json_plan_has_the_contract_keys_and_the_table_values() {
         (p.path.group_size, p.path.bits_per_weight),
         (Some(128), Some(4.25))
     );
-    assert!(p.path.verified && p.path.runs_in_vllm && !p.path.fused_cpu_norms);
+    assert!(p.path.runs_in_vllm && !p.path.fused_cpu_norms);
+    assert_eq!(p.path.verified, "measured");
+    assert!(
+        p.path.verified_basis.contains("8480C"),
+        "{}",
+        p.path.verified_basis
+    );
     assert_eq!(
         p.path.build_with.as_deref(),
         Some("edgeplan plan --format script (GPTQModel: 4-bit, group 128)")
@@ -147,11 +155,14 @@ fn json_plan_has_the_contract_keys_and_the_table_values() {
 
     let jetson = plan_json("hand-jetson-orin", "speed");
     assert_eq!(
-        (jetson.path.name.as_str(), jetson.path.verified),
-        ("bf16", false)
+        (jetson.path.name.as_str(), jetson.path.verified.as_str()),
+        ("bf16", "inferred")
     );
     let t4 = plan_json("hand-cuda-t4", "speed");
-    assert_eq!((t4.path.name.as_str(), t4.path.verified), ("fp16", true));
+    assert_eq!(
+        (t4.path.name.as_str(), t4.path.verified.as_str()),
+        ("fp16", "measured")
+    );
 }
 
 #[test]
@@ -1127,6 +1138,49 @@ fn a_closed_stdout_pipe_is_not_an_error() {
             out.stderr.is_empty(),
             "{format}: {}",
             String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn verified_has_three_values_each_with_its_basis() {
+    let cases = [
+        ("hand-x86-amx-usable", "measured", "8480C"),
+        ("x86-epyc-zen4", "inferred", "no AMX means tinygemm"),
+        ("hand-x86-avx512-noamx", "inferred", "no AMX means tinygemm"),
+        ("hand-x86-amx-flags-only", "flags-only", "without OS facts"),
+        ("x86-spr-amx", "flags-only", "without OS facts"),
+        (
+            "hand-arm64-graviton",
+            "inferred",
+            "not measured on arm64_cpu",
+        ),
+        ("hand-jetson-orin", "inferred", "not measured on jetson"),
+    ];
+    for (name, verified, basis) in cases {
+        let p = plan_json(name, "speed");
+        assert_eq!(p.path.verified, verified, "{name}");
+        assert!(
+            p.path.verified_basis.contains(basis),
+            "{name}: {}",
+            p.path.verified_basis
+        );
+    }
+    // The fleet table shows it per row.
+    let out = edgeplan()
+        .args(["plan", "--profile"])
+        .arg(profile("hand-x86-amx-flags-only"))
+        .arg("--profile")
+        .arg(profile("x86-epyc-zen4"))
+        .arg("--profile")
+        .arg(profile("hand-x86-amx-usable"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for word in ["flags-only", "inferred", "measured"] {
+        assert!(
+            text.contains(word),
+            "{word} missing from the fleet table:\n{text}"
         );
     }
 }

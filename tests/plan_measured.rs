@@ -233,3 +233,28 @@ fn unreadable_measurements_are_ignored_not_fatal() {
     assert_eq!(plan["path"]["name"], "w4a8-amx");
     assert!(plan.get("measured").is_none(), "{plan:#}");
 }
+
+#[test]
+fn a_real_confirming_bench_run_makes_the_plan_measured() {
+    // The fixture's figures are simulated: the plan stays flags-only.
+    let plan = plan_json(&fixture(CONFIRMED), &[]);
+    assert_eq!(plan["path"]["verified"], "flags-only", "{plan:#}");
+    // The same run marked as a real one on this device: measured, saying by what.
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture(CONFIRMED)).unwrap();
+    let mut value: Value = serde_json::from_str(&text).unwrap();
+    value["measurements"]["bench"]["executor"] = "real".into();
+    let file = dir.path().join("real.json");
+    std::fs::write(&file, value.to_string()).unwrap();
+    let plan = plan_json(&file, &[]);
+    assert_eq!(plan["path"]["verified"], "measured", "{plan:#}");
+    let basis = plan["path"]["verified_basis"].as_str().unwrap();
+    assert!(basis.contains("bench --save"), "{basis}");
+    // A contradicting run never makes a plan measured.
+    let text = std::fs::read_to_string(fixture(CONTRADICTED)).unwrap();
+    let mut value: Value = serde_json::from_str(&text).unwrap();
+    value["measurements"]["bench"]["executor"] = "real".into();
+    std::fs::write(&file, value.to_string()).unwrap();
+    let plan = plan_json(&file, &[]);
+    assert_ne!(plan["path"]["verified"], "measured", "{plan:#}");
+}

@@ -24,39 +24,64 @@ fn share(len: usize, w: usize, n: usize) -> std::ops::Range<usize> {
     (w * per).min(len)..((w + 1) * per).min(len)
 }
 
-/// Measures read bandwidth over a buffer of `bytes`.
-pub fn measure(
-    pool: &dyn Parallel,
-    clock: &dyn Clock,
-    bytes: u64,
-    sampling: Sampling,
-) -> anyhow::Result<Bandwidth> {
-    let words = (bytes / 8) as usize;
-    let buf: Vec<u64> = (0..words as u64).map(|i| i | 1).collect();
-    let workers = pool.workers();
-    let mut run = || -> anyhow::Result<f64> {
+/// The probe's buffer, kept so the rounds can re-run it between decode steps.
+pub struct Probe {
+    buf: Vec<u64>,
+}
+
+impl Probe {
+    /// Allocates and fills a buffer of about `bytes`.
+    pub fn new(bytes: u64) -> Probe {
+        let words = (bytes / 8) as usize;
+        Probe {
+            buf: (0..words as u64).map(|i| i | 1).collect(),
+        }
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.buf.len() as u64 * 8
+    }
+
+    /// One timed pass over the whole buffer, all workers; returns GB/s.
+    pub fn once(&self, pool: &dyn Parallel, clock: &dyn Clock) -> f64 {
+        let words = self.buf.len();
+        let workers = pool.workers();
+        let buf = &self.buf;
         let t = clock.time(&mut || {
-            pool.run(&|w, n| {
-                let _ = n;
+            pool.run(&|w, _n| {
                 black_box(super::peaks::wide_sum(black_box(
                     &buf[share(words, w, workers)],
                 )));
             })
         });
-        Ok(t)
+        self.bytes() as f64 / t.max(1e-12) / 1e9
+    }
+}
+
+/// Measures read bandwidth with `probe` under `sampling`.
+pub fn measure(
+    pool: &dyn Parallel,
+    clock: &dyn Clock,
+    probe: &Probe,
+    sampling: Sampling,
+) -> anyhow::Result<Bandwidth> {
+    let mut gbps = Vec::new();
+    let mut run = || -> anyhow::Result<f64> {
+        let g = probe.once(pool, clock);
+        gbps.push(g);
+        Ok(1.0 / g.max(1e-12))
     };
-    let samples = sampling.collect(clock, &mut run)?;
-    let gbps: Vec<f64> = samples
-        .iter()
-        .map(|t| words as f64 * 8.0 / t.max(1e-12) / 1e9)
-        .collect();
-    let s = Summary::of(&gbps).ok_or_else(|| anyhow::anyhow!("bandwidth: no samples"))?;
+    sampling.collect(clock, &mut run)?;
+    // collect() also ran the warm-up passes: keep the timed ones.
+    let timed = &gbps[sampling.warmup.min(gbps.len())..];
+    let s = Summary::of(timed).ok_or_else(|| anyhow::anyhow!("bandwidth: no samples"))?;
     Ok(Bandwidth {
         gbps: s.max,
         gbps_median: s.median,
         gbps_min: s.min,
-        buffer_bytes: words as u64 * 8,
+        buffer_bytes: probe.bytes(),
         repeats: s.n,
+        paired: None,
     })
 }
 

@@ -116,6 +116,15 @@ impl Sampling {
     }
 }
 
+/// When to stop adding paired rounds (`rounds.rs`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RoundsPolicy {
+    pub min_rounds: usize,
+    pub max_rounds: usize,
+    /// Seconds of rounds after which no new round starts (past `min_rounds`).
+    pub budget_s: Seconds,
+}
+
 /// How long each timed run of a compute-peak loop lasts, and how many are run.
 #[derive(Debug, Clone, Copy)]
 pub struct PeakBudget {

@@ -3,16 +3,18 @@
 //! (in `race.rs`), decide the verdict, assemble the report. No stage prints: warnings
 //! come back in the [`Outcome`] and progress goes to the caller's [`Progress`].
 
-use super::backend::{Backend, KernelInfo, KernelPath};
+use super::backend::{Backend, KernelInfo, KernelPath, Phase};
 use super::bandwidth;
 use super::clock::Clock;
 use super::fidelity::FidelitySize;
 use super::host;
+use super::paired::{CONFIDENCE, TIE_BAND, median_interval};
 use super::peaks;
 use super::race::{self, Progress, Race};
 use super::report::{self, BenchReport, Host, MemoryUse, ModelInfo};
 use super::request::{BenchRequest, Effort};
-use super::rows::{KernelCheck, Peak};
+use super::rounds::{self, Entrant};
+use super::rows::{KernelCheck, PairedRun, Peak, ResultRow};
 use super::verdict::{self, PlanInput, VerdictInput};
 use super::workload::{GROUP, Workload};
 use crate::error::{Coded, Exit, usage};
@@ -23,8 +25,10 @@ use crate::profile::{Profile, Tool};
 pub struct Inputs<'a> {
     pub request: &'a BenchRequest,
     pub profile: &'a Profile,
-    /// Where the profile came from: `live probe` or the file.
-    pub source: &'a str,
+    /// This host's CPU model (the report's host is always this one).
+    pub host_cpu: Option<String>,
+    /// Set when the profile describes another device than this host: the label.
+    pub other_device: Option<String>,
     /// The plan under test, or why there is none.
     pub plan: Result<PlanInput, String>,
     pub workload: &'a Workload,
@@ -75,10 +79,11 @@ pub fn run<B: Backend>(
     let sizing = budget(inputs, backend, &paths, &mut notes)?;
     let (checks, failed_paths, warnings) = gate(backend, &kernels, &paths);
     let policies = req.effort.policies();
-    // Bandwidth, peaks, and three per path (packing, decode, prefill).
-    progress.start(2 + 3 * paths.len() as u64);
+    // Bandwidth, peaks, three per path (packing, decode, prefill), and the rounds.
+    progress.start(3 + 3 * paths.len() as u64);
     progress.stage("memory bandwidth");
-    let bw = bandwidth::measure(backend, clock, sizing.bandwidth_bytes, policies.bandwidth)?;
+    let probe = bandwidth::Probe::new(sizing.bandwidth_bytes);
+    let mut bw = bandwidth::measure(backend, clock, &probe, policies.bandwidth)?;
     progress.stage("compute peaks");
     let peaks = peaks_stage(backend, clock, req.effort);
     let race = race::run(
@@ -101,8 +106,15 @@ pub fn run<B: Backend>(
         &peaks,
         &mut notes,
     )?;
+    progress.stage("paired rounds");
+    let planned = inputs.plan.as_ref().ok().and_then(|p| p.bench_path);
+    let rounded = rounds_stage(
+        inputs, backend, clock, &kernels, &sizing, &probe, planned, race,
+    )?;
+    drop(probe);
     progress.finish();
-    let verdict = verdict_stage(inputs, backend.executor(), &race, &failed_paths);
+    bw.paired = median_interval(&rounded.gbps);
+    let verdict = verdict_stage(inputs, backend.executor(), &rounded, &failed_paths);
     notes.extend(run_notes(
         inputs.workload,
         sizing.l3,
@@ -116,7 +128,7 @@ pub fn run<B: Backend>(
         bw,
         peaks,
         checks,
-        race,
+        rounded,
         verdict,
         notes,
     );
@@ -187,12 +199,17 @@ fn budget<B: Backend>(
             )
         })
         .collect();
-    let need = per_path
-        .iter()
-        .map(|&(_, b)| b)
-        .max()
-        .unwrap_or(0)
-        .max(bandwidth_bytes);
+    // The paired rounds hold the probe's buffer and one rotation per weight layout at
+    // once (w4a8 and w4a16 share theirs).
+    let layout_max = |int4: bool| {
+        per_path
+            .iter()
+            .filter(|(p, _)| (*p != KernelPath::Bf16) == int4)
+            .map(|&(_, b)| b)
+            .max()
+            .unwrap_or(0)
+    };
+    let need = bandwidth_bytes + layout_max(true) + layout_max(false);
     let budget = host::memory_budget(inputs.profile);
     match budget {
         Some(budget) if need > budget => {
@@ -204,8 +221,9 @@ fn budget<B: Backend>(
             return Err(Coded {
                 exit: Exit::DoesNotFit,
                 message: format!(
-                    "{}: the {worst} path needs {} (decode rotation over twice the {} L3, plus staging) but the profile's memory budget is {}; use --paths without {worst}, --quick, or a smaller model",
+                    "{}: the run holds {} at once (the bandwidth buffer and one rotation per weight layout; the {worst} path alone needs {}: decode rotation over twice the {} L3, plus staging) but the profile's memory budget is {}; use --paths without {worst}, --quick, or a smaller model",
                     w.model,
+                    output::bytes(need),
                     output::bytes(bytes),
                     output::bytes(l3),
                     output::bytes(budget)
@@ -292,28 +310,90 @@ fn peaks_stage<B: Backend>(backend: &B, clock: &dyn Clock, effort: Effort) -> Ve
     }
 }
 
-/// Stage *verdict*: the plan against the race's rows.
+/// The race's rows after the paired rounds, and how the rounds went.
+struct Rounded {
+    results: Vec<ResultRow>,
+    fidelity: Vec<super::rows::FidelityRow>,
+    paired: PairedRun,
+    gbps: Vec<f64>,
+}
+
+/// Stage *rounds*: every raced row once per round with the bandwidth probe, order
+/// shuffled per round (see `rounds.rs`); the rows then carry the round figures.
+#[allow(clippy::too_many_arguments)]
+fn rounds_stage<B: Backend>(
+    inputs: &Inputs,
+    backend: &B,
+    clock: &dyn Clock,
+    kernels: &[KernelInfo],
+    sizing: &Sizing,
+    probe: &bandwidth::Probe,
+    planned: Option<KernelPath>,
+    race: race::Raced<B::Weights>,
+) -> anyhow::Result<Rounded> {
+    let (w, req) = (inputs.workload, inputs.request);
+    let race::Raced {
+        mut results,
+        fidelity,
+        rotations,
+    } = race;
+    let entrants: Vec<Entrant<B::Weights>> = results
+        .iter()
+        .filter_map(|r| {
+            Some(Entrant {
+                path: r.path,
+                phase: r.phase,
+                kernel: kernels.iter().find(|k| k.name == r.kernel)?,
+                rotation: rotations.iter().find(|x| x.path.shares_layout(r.path))?,
+                decode: w.decode_plan(r.path, sizing.l3, req.effort),
+                prefill_layers: w.prefill_layers(req.effort),
+                tokens: r.tokens,
+            })
+        })
+        .collect();
+    let policy = req.rounds_policy();
+    let done = rounds::run(backend, clock, w, &entrants, probe, planned, policy)?;
+    let comparisons = rounds::compare(&entrants, &done.seconds, planned);
+    let keys: Vec<(KernelPath, Phase)> = entrants.iter().map(|e| (e.path, e.phase)).collect();
+    drop(entrants);
+    drop(rotations);
+    for (key, secs) in keys.iter().zip(&done.seconds) {
+        if let Some(row) = results.iter_mut().find(|r| (r.path, r.phase) == *key) {
+            rounds::refresh(row, secs, &done.gbps);
+        }
+    }
+    Ok(Rounded {
+        results,
+        fidelity,
+        paired: PairedRun {
+            rounds: done.gbps.len(),
+            seconds: done.spent_s,
+            stopped: done.stopped,
+            confidence: CONFIDENCE,
+            tie_band_pct: TIE_BAND * 100.0,
+            comparisons,
+        },
+        gbps: done.gbps,
+    })
+}
+
+/// Stage *verdict*: the plan against the rows and the paired comparisons.
 fn verdict_stage(
     inputs: &Inputs,
     executor: &str,
-    race: &race::Raced,
+    rounded: &Rounded,
     failed_paths: &[KernelPath],
 ) -> verdict::Verdict {
     let mut verdict = verdict::decide(VerdictInput {
         plan: inputs.plan.clone(),
         priority: inputs.request.priority.as_str().to_string(),
-        results: &race.results,
-        fidelity: &race.fidelity,
+        results: &rounded.results,
+        comparisons: &rounded.paired.comparisons,
+        fidelity: &rounded.fidelity,
         failed_paths,
-        notes: if inputs.source != "live probe" {
-            vec![format!(
-                "the plan is for the profile {}; the measurements are this host's",
-                inputs.source
-            )]
-        } else {
-            vec![]
-        },
+        notes: Vec::new(),
     });
+    verdict.other_device = inputs.other_device.clone();
     // Real timings under user-mode emulation measure the emulator: no verdict from them.
     if let Some(why) = crate::arch::emulation::emulation().filter(|_| executor == "real") {
         verdict.status = verdict::Status::Inconclusive;
@@ -333,7 +413,7 @@ fn assemble(
     bw: super::rows::Bandwidth,
     peaks: Vec<Peak>,
     checks: Vec<KernelCheck>,
-    race: race::Raced,
+    race: Rounded,
     verdict: verdict::Verdict,
     notes: Vec<String>,
 ) -> BenchReport {
@@ -343,8 +423,13 @@ fn assemble(
         tool: Tool::this(),
         executor: executor.to_string(),
         host: Host {
-            cpu_model: profile.cpu.model_name.clone(),
-            logical_cpus: profile.cpu.logical_cpus,
+            cpu_model: inputs.host_cpu.clone(),
+            logical_cpus: match inputs.other_device {
+                None => profile.cpu.logical_cpus,
+                Some(_) => std::thread::available_parallelism()
+                    .ok()
+                    .map(|n| n.get() as u32),
+            },
             l3_bytes: sizing.l3,
             l3_source: sizing.l3_source.to_string(),
         },
@@ -370,6 +455,7 @@ fn assemble(
         kernels: checks,
         results: race.results,
         fidelity: race.fidelity,
+        paired: Some(race.paired),
         verdict,
         notes,
     }

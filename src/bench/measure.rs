@@ -247,6 +247,8 @@ pub fn row(spec: RowSpec<'_>, samples: &[Seconds], roofs: &Roofs<'_>) -> anyhow:
         weight_bytes: spec.weight_bytes,
         weight_gbps,
         bandwidth_pct,
+        bandwidth_pct_paired: None,
+        rounds: 0,
         macs: spec.macs,
         tmacs,
         peak_unit: spec.kernel.unit,

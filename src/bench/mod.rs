@@ -20,6 +20,7 @@ pub mod fidelity;
 pub mod host;
 pub mod kernels_backend;
 pub mod measure;
+pub mod paired;
 pub mod peaks;
 pub mod report;
 pub mod request;
@@ -32,6 +33,7 @@ pub mod workload;
 
 mod driver;
 mod race;
+pub mod rounds;
 
 pub use driver::{Inputs, Outcome, kernel_list, run};
 pub use race::Progress;

@@ -41,10 +41,12 @@ pub struct Race<'a, B: Backend> {
     pub policies: Policies,
 }
 
-/// The race's rows.
-pub struct Raced {
+/// The race's rows, and the rotations it packed (kept for the paired rounds: one per
+/// weight layout).
+pub struct Raced<W> {
     pub results: Vec<ResultRow>,
     pub fidelity: Vec<FidelityRow>,
+    pub rotations: Vec<Rotation<W>>,
 }
 
 /// Races every path in `paths`, adding a note for each path or phase not timed.
@@ -54,7 +56,7 @@ pub fn run<B: Backend>(
     bw: &Bandwidth,
     peaks: &[Peak],
     notes: &mut Vec<String>,
-) -> anyhow::Result<Raced> {
+) -> anyhow::Result<Raced<B::Weights>> {
     let peak_of = |u: Unit| peaks.iter().find(|p| p.unit == u).and_then(|p| p.tmacs);
     let roofs = Roofs {
         bandwidth_gbps: Some(bw.gbps),
@@ -63,9 +65,9 @@ pub fn run<B: Backend>(
     let mut out = Raced {
         results: Vec::new(),
         fidelity: Vec::new(),
+        rotations: Vec::new(),
     };
     let mut reference: Option<Reference> = None;
-    let mut cached: Option<Rotation<B::Weights>> = None;
     for &path in paths {
         let forced_here = race
             .forced
@@ -80,8 +82,13 @@ pub fn run<B: Backend>(
             race.progress.skip(3);
             continue;
         }
-        let (rows, rot) = race_path(race, path, &dec, &pre, cached.take(), &roofs, notes)?;
-        cached = Some(rot);
+        let shared = out
+            .rotations
+            .iter()
+            .position(|r| r.path.shares_layout(path))
+            .map(|i| out.rotations.swap_remove(i));
+        let (rows, rot) = race_path(race, path, &dec, &pre, shared, &roofs, notes)?;
+        out.rotations.push(rot);
         // Fidelity with the kernel that served prefill (else decode).
         let served = rows.iter().rev().map(|r| r.kernel.as_str()).next();
         if let Some(fk) = served.and_then(|n| race.kernels.iter().find(|k| k.name == n)) {
@@ -106,7 +113,6 @@ pub fn run<B: Backend>(
         }
         out.results.extend(rows);
     }
-    drop(cached);
     Ok(out)
 }
 

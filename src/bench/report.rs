@@ -39,6 +39,8 @@ pub struct BenchReport {
     pub kernels: Vec<KernelCheck>,
     pub results: Vec<ResultRow>,
     pub fidelity: Vec<FidelityRow>,
+    /// The paired, interleaved rounds the verdict rests on.
+    pub paired: Option<super::rows::PairedRun>,
     pub verdict: Verdict,
     /// How the figures were obtained and what they leave out.
     pub notes: Vec<String>,
@@ -81,6 +83,7 @@ impl BenchReport {
         let mut out = String::new();
         self.write_header(&mut out);
         self.write_results(&mut out);
+        self.write_paired(&mut out);
         self.write_fidelity(&mut out);
         self.write_verdict(&mut out);
         out
@@ -186,6 +189,59 @@ impl BenchReport {
             );
         }
         out.push('\n');
+    }
+
+    /// The paired rounds: each comparison's ratio, interval and judgement.
+    fn write_paired(&self, out: &mut String) {
+        let Some(p) = &self.paired else {
+            return;
+        };
+        let _ = writeln!(
+            out,
+            "paired rounds: {} in {:.1} s (stopped: {}); ratio = planned / rival step time per round, median and {:.0}% sign interval, tie band {:.0}%",
+            p.rounds,
+            p.seconds,
+            match p.stopped {
+                super::rows::Stop::Decided => "decided",
+                super::rows::Stop::Budget => "time budget spent",
+                super::rows::Stop::Rounds => "round limit",
+            },
+            p.confidence * 100.0,
+            p.tie_band_pct
+        );
+        if p.comparisons.is_empty() {
+            let _ = writeln!(
+                out,
+                "(no planned CPU path to compare: the rows above are for information)"
+            );
+            out.push('\n');
+            return;
+        }
+        let mut table = output::table();
+        table.set_header(vec![
+            "phase",
+            "planned",
+            "rival",
+            "ratio",
+            "95% interval",
+            "judgement",
+        ]);
+        for c in &p.comparisons {
+            table.add_row(vec![
+                c.phase.name().to_string(),
+                c.planned.to_string(),
+                c.rival.to_string(),
+                format!("{:.3}", c.ratio.median),
+                format!("{:.3}-{:.3}", c.ratio.low, c.ratio.high),
+                match c.judgement {
+                    super::paired::Judgement::Holds => "holds (fastest or tied)",
+                    super::paired::Judgement::Beaten => "beaten",
+                    super::paired::Judgement::Undecided => "undecided",
+                }
+                .to_string(),
+            ]);
+        }
+        let _ = writeln!(out, "{table}\n");
     }
 
     /// The fidelity table, when fidelity was measured.

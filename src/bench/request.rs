@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 
 use super::backend::KernelPath;
-use super::clock::{PeakBudget, Sampling};
+use super::clock::{PeakBudget, RoundsPolicy as Policy, Sampling};
+use super::paired::MIN_ROUNDS;
 use crate::error::usage;
 use crate::profile::Priority;
 
@@ -55,6 +56,23 @@ impl Effort {
         }
     }
 
+    /// The paired rounds: at least `min_rounds`, then until decided or the budget is
+    /// spent. One round on the 2-core host costs about 0.15 s for the default model.
+    pub fn rounds(self) -> Policy {
+        match self {
+            Effort::Quick => Policy {
+                min_rounds: 8,
+                max_rounds: 60,
+                budget_s: 5.0,
+            },
+            Effort::Full => Policy {
+                min_rounds: 12,
+                max_rounds: 400,
+                budget_s: 30.0,
+            },
+        }
+    }
+
     /// Short slices, best of many: on a shared host some slice runs unpreempted.
     pub fn peak_budget(self) -> PeakBudget {
         match self {
@@ -81,11 +99,55 @@ pub struct BenchRequest {
     pub prefill_tokens: usize,
     pub threads: Option<usize>,
     pub effort: Effort,
+    /// `--rounds N`: exactly N paired rounds (no adaptive stop).
+    pub rounds: Option<usize>,
+    /// `--budget SECONDS`: the time after which no new paired round starts.
+    pub budget_s: Option<f64>,
     pub profile: Option<PathBuf>,
     pub priority: Priority,
     pub strict: bool,
     pub save: Option<PathBuf>,
     pub json: bool,
+}
+
+impl BenchRequest {
+    /// The paired rounds' stopping rule: the effort's, with `--rounds` and `--budget`
+    /// applied.
+    pub fn rounds_policy(&self) -> Policy {
+        let mut p = self.effort.rounds();
+        if let Some(b) = self.budget_s {
+            p.budget_s = b;
+        }
+        if let Some(n) = self.rounds {
+            p = Policy {
+                min_rounds: n,
+                max_rounds: n,
+                budget_s: f64::INFINITY,
+            };
+        }
+        p
+    }
+}
+
+/// `--rounds`: at least enough for a 95 % interval, at most a few thousand.
+pub fn check_rounds(n: usize) -> anyhow::Result<usize> {
+    if (MIN_ROUNDS..=5000).contains(&n) {
+        Ok(n)
+    } else {
+        Err(usage(format!(
+            "--rounds {n}: use {MIN_ROUNDS}..=5000 (fewer than {MIN_ROUNDS} rounds give no 95 % interval)"
+        )))
+    }
+}
+
+/// `--budget`: a positive number of seconds.
+pub fn check_budget(text: &str) -> anyhow::Result<f64> {
+    match text.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 && s <= 3600.0 => Ok(s),
+        _ => Err(usage(format!(
+            "--budget {text}: give the seconds of paired rounds, a number in (0, 3600]"
+        ))),
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::backend::{KernelPath, Phase, Unit};
+use super::paired::Interval;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Bandwidth {
@@ -13,6 +14,9 @@ pub struct Bandwidth {
     pub gbps_min: f64,
     pub buffer_bytes: u64,
     pub repeats: usize,
+    /// The probe's GB/s over the paired rounds (median, 95 % interval), when they ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paired: Option<Interval>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -56,8 +60,15 @@ pub struct ResultRow {
     pub weight_bytes: u64,
     /// Weight bytes per second (decode: the streaming rate that matters).
     pub weight_gbps: f64,
-    /// `weight_gbps` as a share of the measured memory bandwidth (decode).
+    /// `weight_gbps` as a share of the measured memory bandwidth (decode): after the
+    /// paired rounds, the median of the per-round shares (each step against the probe
+    /// run in the same round).
     pub bandwidth_pct: Option<f64>,
+    /// The per-round bandwidth share in percent (median, 95 % interval), decode only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bandwidth_pct_paired: Option<Interval>,
+    /// Paired rounds this row's step time comes from (0: the race's repeats only).
+    pub rounds: usize,
     /// Multiply-accumulates per step.
     pub macs: u64,
     pub tmacs: f64,
@@ -95,4 +106,39 @@ pub struct FidelityRow {
     pub top1_states: usize,
     /// The layer whose output was compared, as `name NxK`.
     pub layer: String,
+}
+
+/// The planned path against one rival in one phase, over the paired rounds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    pub phase: Phase,
+    pub planned: KernelPath,
+    pub rival: KernelPath,
+    /// Per-round `planned / rival` step time: median and 95 % sign interval.
+    pub ratio: Interval,
+    pub judgement: super::paired::Judgement,
+}
+
+/// How the paired rounds went, for the report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairedRun {
+    pub rounds: usize,
+    pub seconds: f64,
+    /// `decided`, `budget` or `rounds`.
+    pub stopped: Stop,
+    pub confidence: f64,
+    pub tie_band_pct: f64,
+    pub comparisons: Vec<Comparison>,
+}
+
+/// Why the rounds stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stop {
+    /// Every comparison was decided or narrower than the tie band.
+    Decided,
+    /// The time budget was spent.
+    Budget,
+    /// The round limit (`--rounds`, or the effort's maximum) was reached.
+    Rounds,
 }

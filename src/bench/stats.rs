@@ -1,13 +1,10 @@
 //! Summary statistics of repeated timings: median, extremes and a robust spread.
 //!
 //! Plain functions over `&[f64]`, as hyperfine keeps them. The spread is the median
-//! absolute deviation (MAD), which one descheduled repeat cannot inflate; the verdict
-//! scales it by 1.4826 to compare it with a standard deviation.
+//! absolute deviation (MAD), which one descheduled repeat cannot inflate. The verdict
+//! does not use it: it rests on paired ratios (`paired.rs`).
 
 use serde::Serialize;
-
-/// Factor that turns a MAD into a standard-deviation estimate for normal data.
-pub const MAD_TO_SIGMA: f64 = 1.4826;
 
 /// Five numbers that describe a set of repeats.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

@@ -7,14 +7,18 @@
 //!   `bench_path`: w4a8-amx -> w4a8, w4a16-tinygemm -> w4a16, bf16 and fp16 -> bf16).
 //!   A path without one (an NPU export such as `export-qnn-w8a16`) has no bench path:
 //!   status `not_applicable`, never a contradiction.
-//! - Two step times are *tied* when the slower median exceeds the faster by no more than
-//!   the noise: `max(3 % of the faster, 2 · SE)`, where SE, the standard error of the
-//!   difference of two medians, is `1.2533 · 1.4826 · sqrt(MAD_a²/n_a + MAD_b²/n_b)`.
-//!   When a compared row's MAD exceeds 10 % of its median the verdict is flagged `noisy`.
-//! - Speed priority: the plan is `confirmed` when its path is the fastest, or tied with
-//!   the fastest, in decode (M = 1, the phase that sets generation speed) **or** in
-//!   prefill; `confirmed_in` lists the phases. It is `contradicted` when another path
-//!   beats it beyond noise in every phase measured.
+//! - Speed is judged on the paired rounds ([`super::paired`]): for each phase and each
+//!   rival path, the per-round ratio `planned / rival` step time, its median and its
+//!   95 % sign interval. Against one rival the plan *holds* when the whole interval is at
+//!   or under `1 + 3 %` (the fixed tie band), is *beaten* when the whole interval is
+//!   above it, and is *undecided* otherwise. A phase is won when the plan holds against
+//!   every rival, lost when any rival beats it.
+//! - Speed priority: `confirmed` when a phase is won (decode, the phase that sets
+//!   generation speed, **or** prefill; `confirmed_in` lists them); `contradicted` when
+//!   every measured phase is lost; otherwise `inconclusive`, with the widest interval
+//!   and what to do. Noise widens intervals, never the band: it can only make a verdict
+//!   inconclusive, never turn a gap into a pass. `noisy` is set when an interval is
+//!   wider than 10 % of its median.
 //! - Fidelity priority: `confirmed` when its path has the lowest layer relative error
 //!   (symmetric scheme, 5 % tolerance) among the measured paths that store no more bits
 //!   per weight than it does (bf16 competes only with a bf16 plan); `contradicted` otherwise.
@@ -25,11 +29,9 @@
 use serde::Serialize;
 
 use super::backend::{KernelPath, Phase};
-use super::rows::{FidelityRow, ResultRow};
-use super::stats::MAD_TO_SIGMA;
+use super::paired::{Judgement, TIE_BAND};
+use super::rows::{Comparison, FidelityRow, ResultRow};
 
-/// Smallest relative gap treated as real, whatever the repeats say.
-pub const NOISE_FLOOR: f64 = 0.03;
 /// Relative error slack when ranking fidelity.
 pub const FIDELITY_TOLERANCE: f64 = 0.05;
 
@@ -61,6 +63,9 @@ pub struct PlanInput {
     pub name: String,
     /// The bench path that measures it (the catalog's `bench_path`), if any.
     pub bench_path: Option<KernelPath>,
+    /// Why the plan does not run on a CPU bench can time (`runs on the CUDA GPU`):
+    /// the verdict is then `not_applicable` and the CPU rows are for information.
+    pub off_cpu: Option<String>,
     /// `speed` or `fidelity`.
     pub priority: String,
     /// Where the profile came from (`live probe`, a file name).
@@ -98,6 +103,9 @@ pub struct Verdict {
     pub reason: String,
     /// A compared measurement spread over 10 % of its median: re-run on a quiet machine.
     pub noisy: bool,
+    /// Set when the profile describes another device than this host: figures are this host's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub other_device: Option<String>,
     pub notes: Vec<String>,
 }
 
@@ -112,10 +120,14 @@ impl Verdict {
             Status::Inconclusive => "INCONCLUSIVE",
             Status::NotApplicable => "NOT APPLICABLE",
         };
-        format!(
+        let line = format!(
             "verdict: plan {plan} (priority {}, from {}) {word}: {}",
             self.priority, self.plan_source, self.reason
-        )
+        );
+        match &self.other_device {
+            Some(label) => format!("{line}\nNOTE: {label}"),
+            None => line,
+        }
     }
 }
 
@@ -130,36 +142,8 @@ fn fastest_in(results: &[ResultRow], phase: Phase) -> Option<&ResultRow> {
         .min_by(|a, b| a.step_ms.total_cmp(&b.step_ms))
 }
 
-/// Relative spread above which a row makes the verdict `noisy`.
-pub const NOISY_SPREAD: f64 = 0.10;
-
-/// The noise on the difference of two median step times (ms).
-pub fn noise_ms(a: &ResultRow, best: &ResultRow) -> f64 {
-    // The median's standard error is about 1.2533 sigma / sqrt(n); sigma ~ 1.4826 MAD.
-    let var = |r: &ResultRow| {
-        let sigma = MAD_TO_SIGMA * r.step_ms_mad;
-        sigma * sigma / r.repeats.max(1) as f64
-    };
-    let se = 1.2533 * (var(a) + var(best)).sqrt();
-    (NOISE_FLOOR * best.step_ms).max(2.0 * se)
-}
-
-/// Whether `a` is no slower than `best` beyond the noise of both.
-pub fn tied_or_faster(a: &ResultRow, best: &ResultRow) -> bool {
-    a.step_ms - best.step_ms <= noise_ms(a, best)
-}
-
-fn is_noisy(r: &ResultRow) -> bool {
-    r.step_ms > 0.0 && r.step_ms_mad / r.step_ms > NOISY_SPREAD
-}
-
-fn gap_pct(a: &ResultRow, best: &ResultRow) -> f64 {
-    if best.step_ms > 0.0 {
-        (a.step_ms / best.step_ms - 1.0) * 100.0
-    } else {
-        0.0
-    }
-}
+/// Relative interval width above which the verdict is flagged `noisy`.
+pub const NOISY_WIDTH: f64 = 0.10;
 
 /// What the verdict needs besides the rows: the plan, or why there is none, and the
 /// paths whose kernels all failed their check.
@@ -169,6 +153,8 @@ pub struct VerdictInput<'a> {
     pub results: &'a [ResultRow],
     pub fidelity: &'a [FidelityRow],
     pub failed_paths: &'a [KernelPath],
+    /// The paired comparisons of the planned path with each rival, per phase.
+    pub comparisons: &'a [Comparison],
     /// The kernel each measured path used, to spot a plan naming an ISA the host lacks.
     pub notes: Vec<String>,
 }
@@ -197,6 +183,7 @@ pub fn decide(input: VerdictInput<'_>) -> Verdict {
         prefill_gap_pct: None,
         reason: String::new(),
         noisy: false,
+        other_device: None,
         notes: input.notes,
     };
     let plan = match input.plan {
@@ -210,6 +197,14 @@ pub fn decide(input: VerdictInput<'_>) -> Verdict {
     v.planned = Some(plan.name.clone());
     v.priority = plan.priority.clone();
     v.plan_source = plan.source.clone();
+    if let Some(why) = &plan.off_cpu {
+        v.status = Status::NotApplicable;
+        v.reason = format!(
+            "{} {why}; bench times this host's CPU kernels only: the rows above are the CPU paths, for information, not a check of this plan",
+            plan.name
+        );
+        return v;
+    }
     let Some(path) = plan.bench_path else {
         v.status = Status::NotApplicable;
         v.reason = format!(
@@ -235,15 +230,17 @@ pub fn decide(input: VerdictInput<'_>) -> Verdict {
         unmeasured(&mut v, path, input.failed_paths);
         return v;
     }
-    gaps_and_noise(&mut v, [pd, fd], [pp, fp]);
+    gaps_and_noise(&mut v, input.comparisons);
+    v.decode_gap_pct = v.decode_gap_pct.or(pd.map(|_| 0.0));
+    v.prefill_gap_pct = v.prefill_gap_pct.or(pp.map(|_| 0.0));
     if plan.priority == "fidelity" {
         decide_fidelity(&mut v, path, input.fidelity);
     } else {
-        decide_speed(
-            &mut v,
-            path,
-            [(Phase::Decode, pd, fd), (Phase::Prefill, pp, fp)],
-        );
+        let measured = [(Phase::Decode, pd), (Phase::Prefill, pp)]
+            .into_iter()
+            .filter_map(|(phase, row)| row.map(|_| phase))
+            .collect::<Vec<_>>();
+        decide_speed(&mut v, path, &measured, input.comparisons);
         if plan.x86_without_amx && path != KernelPath::W4A8 {
             explain_unroutable_w4a8(&mut v, results, [fd, fp]);
         }
@@ -264,80 +261,111 @@ fn unmeasured(v: &mut Verdict, path: KernelPath, failed_paths: &[KernelPath]) {
     }
 }
 
-/// The planned path's gap to the fastest per phase, and a note when a compared row is
-/// noisy. Each pair is (planned row, fastest row).
-fn gaps_and_noise(
-    v: &mut Verdict,
-    [pd, fd]: [Option<&ResultRow>; 2],
-    [pp, fp]: [Option<&ResultRow>; 2],
-) {
-    if let (Some(p), Some(b)) = (pd, fd) {
-        v.decode_gap_pct = Some(gap_pct(p, b));
-    }
-    if let (Some(p), Some(b)) = (pp, fp) {
-        v.prefill_gap_pct = Some(gap_pct(p, b));
-    }
-    let compared = [pd, fd, pp, fp];
-    if let Some(worst) = compared
+/// The planned path's gap to its fastest rival per phase (the largest median ratio,
+/// 0 when it is the fastest), and a note when an interval is wide.
+fn gaps_and_noise(v: &mut Verdict, comparisons: &[Comparison]) {
+    let gap = |phase: Phase| {
+        comparisons
+            .iter()
+            .filter(|c| c.phase == phase)
+            .map(|c| ((c.ratio.median - 1.0) * 100.0).max(0.0))
+            .max_by(f64::total_cmp)
+    };
+    v.decode_gap_pct = gap(Phase::Decode);
+    v.prefill_gap_pct = gap(Phase::Prefill);
+    if let Some(worst) = comparisons
         .iter()
-        .flatten()
-        .filter(|r| is_noisy(r))
-        .map(|r| r.step_ms_mad / r.step_ms)
+        .map(|c| c.ratio.relative_width())
+        .filter(|w| *w > NOISY_WIDTH)
         .max_by(f64::total_cmp)
     {
         v.noisy = true;
         v.notes.push(format!(
-            "the timings are noisy (spread up to {:.0}% of the median): re-run on a quiet machine before trusting the verdict",
+            "the paired intervals are wide (up to {:.0}% of the median ratio): a quieter host or more rounds narrows them",
             worst * 100.0
         ));
     }
 }
 
-type PhaseRows<'a> = (Phase, Option<&'a ResultRow>, Option<&'a ResultRow>);
+/// `0.93 [0.91, 0.95]`: a ratio with its interval.
+fn ratio_text(c: &Comparison) -> String {
+    format!(
+        "{:.3} [{:.3}, {:.3}]",
+        c.ratio.median, c.ratio.low, c.ratio.high
+    )
+}
 
-fn decide_speed(v: &mut Verdict, path: KernelPath, phases: [PhaseRows<'_>; 2]) {
-    let mut won = Vec::new();
-    let mut lost = Vec::new();
-    for (phase, planned, best) in phases {
-        let (Some(p), Some(b)) = (planned, best) else {
-            continue;
-        };
+fn decide_speed(v: &mut Verdict, path: KernelPath, measured: &[Phase], comparisons: &[Comparison]) {
+    let band = TIE_BAND * 100.0;
+    let (mut won, mut lost, mut open) = (Vec::new(), Vec::new(), Vec::new());
+    for &phase in measured {
         let name = phase.name();
-        if b.path == path {
-            won.push(format!(
-                "{path} is the fastest {name} path ({} ms/step)",
-                short(p.step_ms)
-            ));
+        let mine: Vec<&Comparison> = comparisons.iter().filter(|c| c.phase == phase).collect();
+        let rounds = mine.iter().map(|c| c.ratio.n).max().unwrap_or(0);
+        let beaten: Vec<&&Comparison> = mine
+            .iter()
+            .filter(|c| c.judgement == Judgement::Beaten)
+            .collect();
+        let list = |cs: &[&Comparison]| {
+            cs.iter()
+                .map(|c| format!("vs {} {}", c.rival, ratio_text(c)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if !beaten.is_empty() {
+            let by: Vec<String> = beaten
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{} beats {path} in {name} (time ratio {}, beyond the {band:.0}% band)",
+                        c.rival,
+                        ratio_text(c)
+                    )
+                })
+                .collect();
+            lost.push(by.join("; "));
+        } else if mine.iter().all(|c| c.judgement == Judgement::Holds) {
             v.confirmed_in.push(phase);
-        } else if tied_or_faster(p, b) {
-            won.push(format!(
-                "{path} is within noise of the fastest {name} path {} ({} vs {} ms/step, +{:.1}%)",
-                b.path,
-                short(p.step_ms),
-                short(b.step_ms),
-                gap_pct(p, b)
-            ));
-            v.confirmed_in.push(phase);
+            won.push(if mine.is_empty() {
+                format!("{path} is the only path measured in {name}")
+            } else {
+                format!(
+                    "{path} is the fastest {name} path or within the {band:.0}% tie band over {rounds} paired rounds (time ratio {})",
+                    list(&mine)
+                )
+            });
         } else {
-            lost.push(format!(
-                "{} beats {path} in {name} ({} vs {} ms/step, {:.1}% beyond noise)",
-                b.path,
-                short(b.step_ms),
-                short(p.step_ms),
-                gap_pct(p, b)
+            let undecided: Vec<&Comparison> = mine
+                .iter()
+                .copied()
+                .filter(|c| c.judgement == Judgement::Undecided)
+                .collect();
+            open.push(format!(
+                "{name} undecided over {rounds} rounds ({})",
+                list(&undecided)
             ));
         }
     }
-    if won.is_empty() {
+    if !won.is_empty() {
+        v.status = Status::Confirmed;
+        let mut parts = won;
+        parts.extend(lost.iter().map(|l| format!("but {l}")));
+        v.reason = parts.join("; ");
+    } else if !lost.is_empty() && open.is_empty() {
         v.status = Status::Contradicted;
         v.reason = lost.join("; ");
     } else {
-        v.status = Status::Confirmed;
-        let mut parts = won;
-        if !lost.is_empty() {
-            parts.push(format!("but {}", lost.join("; ")));
-        }
-        v.reason = parts.join("; ");
+        v.status = Status::Inconclusive;
+        let widest = comparisons
+            .iter()
+            .map(|c| c.ratio.relative_width() * 100.0)
+            .fold(0.0, f64::max);
+        let mut parts = lost;
+        parts.extend(open);
+        v.reason = format!(
+            "{}: the 95% intervals (widest {widest:.0}% of the ratio) do not settle against the {band:.0}% tie band; run again with more rounds (--rounds 40, or a larger --budget) or on a quieter host",
+            parts.join("; ")
+        );
     }
 }
 
@@ -417,14 +445,6 @@ fn decide_fidelity(v: &mut Verdict, path: KernelPath, fidelity: &[FidelityRow]) 
     }
 }
 
-fn short(ms: f64) -> String {
-    if ms >= 100.0 {
-        format!("{ms:.0}")
-    } else {
-        format!("{ms:.2}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -445,6 +465,8 @@ mod tests {
             weight_bytes: 0,
             weight_gbps: 0.0,
             bandwidth_pct: None,
+            bandwidth_pct_paired: None,
+            rounds: 0,
             macs: 0,
             tmacs: 0.0,
             peak_unit: Unit::Scalar,
@@ -480,6 +502,7 @@ mod tests {
         Ok(PlanInput {
             name: name.into(),
             bench_path,
+            off_cpu: None,
             priority: priority.into(),
             source: "test".into(),
             x86_without_amx: false,
@@ -497,8 +520,44 @@ mod tests {
             results,
             fidelity: fid,
             failed_paths: &[],
+            comparisons: &[],
             notes: vec![],
         })
+    }
+
+    fn decide_paired(
+        plan: Result<PlanInput, String>,
+        results: &[ResultRow],
+        comparisons: &[Comparison],
+    ) -> Verdict {
+        decide(VerdictInput {
+            priority: "speed".into(),
+            plan,
+            results,
+            fidelity: &[],
+            failed_paths: &[],
+            comparisons,
+            notes: vec![],
+        })
+    }
+
+    /// A paired comparison of `planned` against `rival` from per-round ratios.
+    fn c(phase: Phase, planned: KernelPath, rival: KernelPath, ratios: &[f64]) -> Comparison {
+        let ratio = crate::bench::paired::median_interval(ratios).unwrap();
+        Comparison {
+            phase,
+            planned,
+            rival,
+            judgement: crate::bench::paired::judge(&ratio),
+            ratio,
+        }
+    }
+
+    /// `n` ratios spread evenly over `[lo, hi]`.
+    fn spread(lo: f64, hi: f64, n: usize) -> Vec<f64> {
+        (0..n)
+            .map(|i| lo + (hi - lo) * i as f64 / (n - 1) as f64)
+            .collect()
     }
 
     use KernelPath::*;
@@ -523,60 +582,51 @@ mod tests {
             r(W4A16, Decode, 48.0, 0.5, "w4a16-avx512"),
             r(Bf16, Decode, 160.0, 1.0, "bf16-avx512"),
         ];
-        let v = decide_with(plan("w4a8-amx", "speed"), &rows, &[]);
-        assert_eq!(v.status, Status::Confirmed);
+        let cs = [
+            c(Decode, W4A8, W4A16, &spread(0.80, 0.86, 10)),
+            c(Decode, W4A8, Bf16, &spread(0.24, 0.26, 10)),
+        ];
+        let v = decide_paired(plan("w4a8-amx", "speed"), &rows, &cs);
+        assert_eq!(v.status, Status::Confirmed, "{}", v.reason);
         assert!(v.confirmed);
         assert_eq!(v.confirmed_in, vec![Decode]);
         assert_eq!(v.fastest.decode, Some(W4A8));
         assert_eq!(v.decode_gap_pct, Some(0.0));
-        assert!(v.reason.contains("fastest decode"), "{}", v.reason);
+        assert!(v.reason.contains("10 paired rounds"), "{}", v.reason);
     }
 
     #[test]
-    fn speed_plan_confirmed_when_tied_within_noise() {
-        // 2 % slower: under the 3 % floor.
+    fn a_tie_needs_the_whole_interval_inside_the_band() {
         let rows = [
             r(W4A8, Decode, 51.0, 0.1, "a"),
             r(W4A16, Decode, 50.0, 0.1, "b"),
         ];
-        let v = decide_with(plan("w4a8-amx", "speed"), &rows, &[]);
-        assert_eq!(v.status, Status::Confirmed);
-        assert!(v.reason.contains("within noise"), "{}", v.reason);
-    }
-
-    #[test]
-    fn wide_spread_widens_the_tie() {
-        // 10 % slower, but each path's MAD is 6 % of the step over 5 repeats:
-        // 2 * 1.2533 * 1.4826 * sqrt(2 * 9 / 5) = 7.05 ms of noise.
-        let rows = [
-            r(W4A8, Decode, 55.0, 3.0, "a"),
-            r(W4A16, Decode, 50.0, 3.0, "b"),
-        ];
-        assert_eq!(
-            decide_with(plan("w4a8-amx", "speed"), &rows, &[]).status,
-            Status::Confirmed
-        );
-        let quiet = [
-            r(W4A8, Decode, 55.0, 0.1, "a"),
-            r(W4A16, Decode, 50.0, 0.1, "b"),
-        ];
-        assert_eq!(
-            decide_with(plan("w4a8-amx", "speed"), &quiet, &[]).status,
-            Status::Contradicted
-        );
-    }
-
-    #[test]
-    fn noisy_rows_flag_the_verdict() {
-        let rows = [
-            r(W4A8, Decode, 50.0, 8.0, "a"),
-            r(W4A16, Decode, 60.0, 0.1, "b"),
-        ];
-        let v = decide_with(plan("w4a8-amx", "speed"), &rows, &[]);
+        // 2 % slower with a tight interval: tied, confirmed.
+        let tight = [c(Decode, W4A8, W4A16, &spread(1.01, 1.03, 10))];
+        let v = decide_paired(plan("w4a8-amx", "speed"), &rows, &tight);
+        assert_eq!(v.status, Status::Confirmed, "{}", v.reason);
+        // The same median with a wide interval: inconclusive, never a pass.
+        let wide = [c(Decode, W4A8, W4A16, &spread(0.90, 1.14, 10))];
+        let v = decide_paired(plan("w4a8-amx", "speed"), &rows, &wide);
+        assert_eq!(v.status, Status::Inconclusive, "{}", v.reason);
+        assert!(v.reason.contains("--rounds"), "{}", v.reason);
         assert!(v.noisy);
-        assert!(v.notes.iter().any(|n| n.contains("noisy")), "{:?}", v.notes);
-        let calm = [r(W4A8, Decode, 50.0, 1.0, "a")];
-        assert!(!decide_with(plan("w4a8-amx", "speed"), &calm, &[]).noisy);
+    }
+
+    #[test]
+    fn noise_never_turns_a_78_percent_gap_into_a_pass() {
+        let rows = [
+            r(W4A16, Decode, 111.0, 40.0, "a"),
+            r(W4A8, Decode, 61.88, 20.0, "b"),
+        ];
+        // Very noisy rounds: the interval is wide but all of it above the band.
+        let cs = [c(Decode, W4A16, W4A8, &spread(1.2, 2.6, 8))];
+        let v = decide_paired(plan("w4a16-tinygemm", "speed"), &rows, &cs);
+        assert_eq!(v.status, Status::Contradicted, "{}", v.reason);
+        // Noisier still, reaching below the band: inconclusive, still no pass.
+        let cs = [c(Decode, W4A16, W4A8, &spread(0.9, 2.6, 8))];
+        let v = decide_paired(plan("w4a16-tinygemm", "speed"), &rows, &cs);
+        assert_eq!(v.status, Status::Inconclusive, "{}", v.reason);
     }
 
     #[test]
@@ -587,7 +637,11 @@ mod tests {
             r(W4A8, Prefill, 300.0, 1.0, "a"),
             r(W4A16, Prefill, 450.0, 1.0, "b"),
         ];
-        let v = decide_with(plan("w4a8-amx", "speed"), &rows, &[]);
+        let cs = [
+            c(Decode, W4A8, W4A16, &spread(1.18, 1.22, 9)),
+            c(Prefill, W4A8, W4A16, &spread(0.64, 0.68, 9)),
+        ];
+        let v = decide_paired(plan("w4a8-amx", "speed"), &rows, &cs);
         assert_eq!(v.status, Status::Confirmed);
         assert_eq!(v.confirmed_in, vec![Prefill]);
         assert!(
@@ -606,7 +660,11 @@ mod tests {
             r(W4A8, Prefill, 500.0, 1.0, "a"),
             r(Bf16, Prefill, 400.0, 1.0, "c"),
         ];
-        let v = decide_with(plan("w4a8-amx", "speed"), &rows, &[]);
+        let cs = [
+            c(Decode, W4A8, W4A16, &spread(1.15, 1.25, 8)),
+            c(Prefill, W4A8, Bf16, &spread(1.2, 1.3, 8)),
+        ];
+        let v = decide_paired(plan("w4a8-amx", "speed"), &rows, &cs);
         assert_eq!(v.status, Status::Contradicted);
         assert!(!v.confirmed);
         assert!(
@@ -620,6 +678,43 @@ mod tests {
             v.reason
         );
         assert_eq!(v.fastest.prefill, Some(Bf16));
+        // One phase lost and the other undecided: inconclusive, not contradicted.
+        let cs = [
+            c(Decode, W4A8, W4A16, &spread(1.15, 1.25, 8)),
+            c(Prefill, W4A8, Bf16, &spread(0.95, 1.3, 8)),
+        ];
+        let v = decide_paired(plan("w4a8-amx", "speed"), &rows, &cs);
+        assert_eq!(v.status, Status::Inconclusive, "{}", v.reason);
+    }
+
+    #[test]
+    fn w4a8_win_without_amx_names_the_vllm_gate() {
+        let rows = [
+            r(W4A8, Decode, 40.0, 0.1, "w4a8-avx2"),
+            r(W4A16, Decode, 50.0, 0.1, "w4a16-avx2"),
+        ];
+        let cs = [c(Decode, W4A16, W4A8, &spread(1.2, 1.3, 8))];
+        let mut p = plan("w4a16-tinygemm", "speed").unwrap();
+        p.x86_without_amx = true;
+        let v = decide_paired(Ok(p.clone()), &rows, &cs);
+        assert_eq!(v.status, Status::Contradicted);
+        assert!(
+            v.reason.starts_with("w4a8 beats w4a16 in decode"),
+            "{}",
+            v.reason
+        );
+        assert!(v.reason.contains("vLLM gates W4A8 on AMX"), "{}", v.reason);
+        assert!(v.reason.contains("w4a8-avx2 kernel"), "{}", v.reason);
+        let v = decide_paired(plan("w4a16-tinygemm", "speed"), &rows, &cs);
+        assert!(!v.reason.contains("AMX"), "{}", v.reason);
+        // Beaten by bf16, not w4a8: nothing to add.
+        let rows = [
+            r(Bf16, Decode, 40.0, 0.1, "bf16-avx2"),
+            r(W4A16, Decode, 50.0, 0.1, "w4a16-avx2"),
+        ];
+        let cs = [c(Decode, W4A16, Bf16, &spread(1.2, 1.3, 8))];
+        let v = decide_paired(Ok(p), &rows, &cs);
+        assert!(!v.reason.contains("AMX"), "{}", v.reason);
     }
 
     #[test]
@@ -629,6 +724,21 @@ mod tests {
         assert_eq!(v.status, Status::NotApplicable);
         assert!(!v.confirmed);
         assert!(v.reason.contains("no bench path"), "{}", v.reason);
+    }
+
+    #[test]
+    fn gpu_plans_are_not_applicable_even_when_a_cpu_path_loses() {
+        let rows = [
+            r(Bf16, Decode, 160.0, 1.0, "c"),
+            r(W4A8, Decode, 40.0, 0.1, "a"),
+        ];
+        let mut p = plan("bf16", "speed").unwrap();
+        p.off_cpu = Some("runs on the CUDA GPU".into());
+        p.bench_path = None;
+        let v = decide_with(Ok(p), &rows, &[]);
+        assert_eq!(v.status, Status::NotApplicable);
+        assert!(v.reason.contains("for information"), "{}", v.reason);
+        assert!(v.reason.contains("CUDA GPU"), "{}", v.reason);
     }
 
     #[test]
@@ -648,6 +758,7 @@ mod tests {
             results: &rows,
             fidelity: &[],
             failed_paths: &[W4A8],
+            comparisons: &[],
             notes: vec![],
         });
         assert_eq!(v.status, Status::Contradicted);
@@ -665,38 +776,6 @@ mod tests {
             "{:?}",
             v.notes
         );
-    }
-
-    #[test]
-    fn w4a8_win_without_amx_names_the_vllm_gate() {
-        let rows = [
-            r(W4A8, Decode, 40.0, 0.1, "w4a8-avx2"),
-            r(W4A16, Decode, 50.0, 0.1, "w4a16-avx2"),
-        ];
-        let mut p = plan("w4a16-tinygemm", "speed").unwrap();
-        p.x86_without_amx = true;
-        let v = decide_with(Ok(p.clone()), &rows, &[]);
-        // The status logic is unchanged: w4a8 beat the plan, so it is contradicted.
-        assert_eq!(v.status, Status::Contradicted);
-        assert!(
-            v.reason.starts_with("w4a8 beats w4a16 in decode"),
-            "{}",
-            v.reason
-        );
-        assert!(v.reason.contains("vLLM gates W4A8 on AMX"), "{}", v.reason);
-        assert!(v.reason.contains("w4a8-avx2 kernel"), "{}", v.reason);
-        assert!(v.reason.contains("cannot route to it"), "{}", v.reason);
-        // With AMX usable (or off x86) the reason stays as it was.
-        let v = decide_with(plan("w4a16-tinygemm", "speed"), &rows, &[]);
-        assert_eq!(v.status, Status::Contradicted);
-        assert!(!v.reason.contains("AMX"), "{}", v.reason);
-        // Beaten by bf16, not w4a8: nothing to add.
-        let rows = [
-            r(Bf16, Decode, 40.0, 0.1, "bf16-avx2"),
-            r(W4A16, Decode, 50.0, 0.1, "w4a16-avx2"),
-        ];
-        let v = decide_with(Ok(p), &rows, &[]);
-        assert!(!v.reason.contains("AMX"), "{}", v.reason);
     }
 
     #[test]

@@ -58,10 +58,12 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<Exit> {
     let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let (threads, thread_note) =
         resolve_threads(req.threads, profile.cpu.usable_threads, host_cpus)?;
+    let (host_cpu, other_device) = compare_with_host(&profile, &source);
     let inputs = Inputs {
         request: req,
         profile: &profile,
-        source: &source,
+        host_cpu,
+        other_device,
         plan: Ok(plan_input(&profile, req.priority, &source)),
         workload: &workload,
         threads,
@@ -164,6 +166,41 @@ fn load_profile(path: Option<&Path>) -> anyhow::Result<(Profile, String)> {
     }
 }
 
+/// This host's CPU model, and a label when the profile describes another device (the
+/// figures are always this host's).
+fn compare_with_host(profile: &Profile, source: &str) -> (Option<String>, Option<String>) {
+    if source == "live probe" {
+        return (profile.cpu.model_name.clone(), None);
+    }
+    let shown = |p: &Profile| {
+        format!(
+            "{} ({})",
+            p.cpu.model_name.as_deref().unwrap_or("an unnamed CPU"),
+            p.hardware_class.as_str()
+        )
+    };
+    match crate::probe::live() {
+        Ok(host) => {
+            let same = host.hardware_class == profile.hardware_class
+                && host.cpu.model_name == profile.cpu.model_name;
+            let label = (!same).then(|| {
+                format!(
+                    "the profile {source} describes another device, {}: every figure here is this host's, {}",
+                    shown(profile),
+                    shown(&host)
+                )
+            });
+            (host.cpu.model_name, label)
+        }
+        Err(e) => (
+            None,
+            Some(format!(
+                "this host could not be probed ({e}) to compare with the profile {source}: every figure here is this host's"
+            )),
+        ),
+    }
+}
+
 /// The plan for `profile` at `priority` (built-in catalog), as the verdict needs it.
 fn plan_input(profile: &Profile, priority: Priority, source: &str) -> PlanInput {
     let catalog = crate::plan::Catalog::builtin();
@@ -172,9 +209,22 @@ fn plan_input(profile: &Profile, priority: Priority, source: &str) -> PlanInput 
         .get(&plan.path.name)
         .and_then(|spec| spec.bench_path.as_deref())
         .and_then(KernelPath::parse);
+    let off_cpu = match profile.hardware_class {
+        HardwareClass::CudaDiscrete => {
+            Some("runs on the CUDA GPU (a discrete-GPU plan)".to_string())
+        }
+        HardwareClass::Jetson => {
+            Some("runs on the Jetson's integrated GPU (CUDA, unified memory)".to_string())
+        }
+        HardwareClass::NpuPhone if bench_path.is_none() => {
+            Some("is an export for the phone's NPU".to_string())
+        }
+        _ => None,
+    };
     PlanInput {
         name: plan.path.name,
-        bench_path,
+        bench_path: bench_path.filter(|_| off_cpu.is_none()),
+        off_cpu,
         priority: priority.as_str().to_string(),
         source: source.to_string(),
         x86_without_amx: profile.hardware_class == HardwareClass::X86Cpu

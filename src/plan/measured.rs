@@ -13,7 +13,7 @@
 use serde_json::json;
 
 use super::catalog::Catalog;
-use super::schema::{Fact, Measured, Plan, Step};
+use super::schema::{Fact, Measured, Plan, Step, Verified};
 use crate::profile::{BenchRun, Profile};
 
 /// Where the figures came from, for the trace.
@@ -30,6 +30,14 @@ pub fn attach(profile: &Profile, plan: &mut Plan, catalog: &Catalog) {
         .and_then(|spec| spec.bench_path.as_deref());
     let measured = measured_for(&m.bench, bench_path, plan);
     plan.explain.push(step(&measured, plan));
+    // A real bench run on this device that confirms this plan measured this exact path.
+    if measured.confirms_plan && m.bench.executor.as_deref() != Some("fake") {
+        plan.path.verified = Verified::Measured;
+        plan.path.verified_basis = format!(
+            "measured on this device by the saved bench run ({}): {}",
+            SOURCE, measured.reason
+        );
+    }
     plan.measured = Some(measured);
 }
 
@@ -141,8 +149,8 @@ fn step(m: &Measured, plan: &Plan) -> Step {
     if m.executor.as_deref() == Some("fake") {
         outcome.push_str(" (figures from the simulated test executor, not measurements)");
     }
-    if m.applies && !m.contradicts_plan && plan.path.verified {
-        outcome.push_str("; the catalog's basis (verified on this class of hardware) stands");
+    if m.applies && !m.contradicts_plan && plan.path.verified == Verified::Measured {
+        outcome.push_str("; the catalog's basis (measured on this class of hardware) stands");
     }
     Step {
         rule: "measured_figures".into(),

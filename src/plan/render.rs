@@ -130,10 +130,7 @@ pub fn env_vars(plan: &Plan) -> Vec<(&'static str, String)> {
             "EDGEPLAN_RUNS_IN_VLLM",
             (if p.runs_in_vllm { "1" } else { "0" }).to_string(),
         ),
-        (
-            "EDGEPLAN_VERIFIED",
-            (if p.verified { "1" } else { "0" }).to_string(),
-        ),
+        ("EDGEPLAN_VERIFIED", p.verified.as_str().to_string()),
         ("EDGEPLAN_ENGINE_ARGS", vllm_flags(plan)),
         ("EDGEPLAN_THREADS", opt(plan.threads.map(|t| t.to_string()))),
     ];
@@ -182,13 +179,7 @@ pub fn table_one(out: &mut dyn Write, plan: &Plan, explain: bool) -> anyhow::Res
         ("quantization", quant),
         ("bits per weight", bits),
         ("runs in vLLM", yes_no(p.runs_in_vllm).into()),
-        (
-            "verified",
-            format!(
-                "{} (measured on this class of hardware)",
-                yes_no(p.verified)
-            ),
-        ),
+        ("verified", format!("{} (basis below)", p.verified.as_str())),
         ("engine kwargs", kwargs),
         (
             "build with",
@@ -223,6 +214,12 @@ pub fn table_one(out: &mut dyn Write, plan: &Plan, explain: bool) -> anyhow::Res
         write_measured(out, m)?;
     }
     writeln!(out, "\nWhy: {}", p.rationale)?;
+    writeln!(
+        out,
+        "\nVerified ({}): {}",
+        p.verified.as_str(),
+        p.verified_basis
+    )?;
     if !p.notes.is_empty() {
         writeln!(out, "\nNotes:")?;
         for note in &p.notes {
@@ -370,7 +367,7 @@ impl FleetTable {
             plan.hardware_class.as_str(),
             &p.name,
             p.quantization.as_deref().unwrap_or("none"),
-            yes_no(p.verified),
+            p.verified.as_str(),
             p.build_with.as_deref().unwrap_or("none"),
             measured_cell(plan.measured.as_ref()),
         ]
@@ -492,7 +489,7 @@ mod tests {
         let want = "EDGEPLAN_DEVICE='box 1'\nEDGEPLAN_CLASS=x86_cpu\nEDGEPLAN_PRIORITY=speed\n\
 EDGEPLAN_PATH=w4a16-tinygemm\nEDGEPLAN_QUANTIZATION=cpu_int4\nEDGEPLAN_GROUP_SIZE=128\n\
 EDGEPLAN_BITS_PER_WEIGHT=4.25\nEDGEPLAN_BUILD_WITH='edgeplan plan --format script (GPTQModel: 4-bit, group 128)'\n\
-EDGEPLAN_RUNS_IN_VLLM=1\nEDGEPLAN_VERIFIED=1\nEDGEPLAN_ENGINE_ARGS='--quantization cpu_int4'\nEDGEPLAN_THREADS=6\n";
+EDGEPLAN_RUNS_IN_VLLM=1\nEDGEPLAN_VERIFIED=inferred\nEDGEPLAN_ENGINE_ARGS='--quantization cpu_int4'\nEDGEPLAN_THREADS=6\n";
         assert_eq!(text, want);
     }
 

@@ -21,7 +21,9 @@
 use serde_json::json;
 
 use super::catalog::{Catalog, PathId, PathSpec};
-use super::schema::{Alternative, Fact, PLAN_SCHEMA_VERSION, Plan, PlannedPath, Priority, Step};
+use super::schema::{
+    Alternative, Fact, PLAN_SCHEMA_VERSION, Plan, PlannedPath, Priority, Step, Verified,
+};
 use crate::profile::{HardwareClass, Profile};
 
 /// Chooses the weight path for `profile` at `priority`, with the trace that led there.
@@ -54,6 +56,7 @@ pub fn decide(profile: &Profile, priority: impl Into<Priority>, catalog: &Catalo
     };
 
     let spec = catalog.path(chosen);
+    let (verified, verified_basis) = verification(profile, route, chosen, spec.verified_for(route));
     let mut notes = spec.notes_for(route);
     notes.extend(cpu_caveats(profile, route, &origin, &mut trace));
     let (engine_kwargs, step) = engine_kwargs(spec, catalog);
@@ -71,7 +74,8 @@ pub fn decide(profile: &Profile, priority: impl Into<Priority>, catalog: &Catalo
             bits_per_weight: spec.bits_per_weight,
             fused_cpu_norms: spec.fused_cpu_norms,
             runs_in_vllm: spec.runs_in_vllm,
-            verified: spec.verified_for(route),
+            verified,
+            verified_basis,
             rationale: spec.rationale_for(route).to_string(),
             build_with: spec.build_with.clone(),
             notes,
@@ -398,6 +402,49 @@ fn gpu_bf16(profile: &Profile, origin: &str) -> (bool, Step) {
     )
 }
 
+/// How far the chosen path is backed: `flags-only` when an x86 AMX decision had no OS
+/// facts; `inferred` where the catalog has no measurement on this class or the x86 rule
+/// "no AMX means tinygemm" stands in; else `measured`, naming the measurement.
+fn verification(
+    profile: &Profile,
+    route: HardwareClass,
+    chosen: PathId,
+    on_class: bool,
+) -> (Verified, String) {
+    let x86 = route == HardwareClass::X86Cpu;
+    // Without OS facts, an AMX the CPU reports is taken on the flags' word; a CPU that
+    // reports no AMX settles the question without them.
+    let feature = profile.cpu.features.get("amx_int8");
+    let os_known = feature.is_some_and(|f| f.os.is_some());
+    let amx_reported = feature.is_some_and(|f| f.cpu)
+        || profile.cpu.has_flag("amx_int8")
+        || profile.cpu.has_flag("amx_tile");
+    if x86 && !os_known && amx_reported {
+        return (Verified::FlagsOnly, "the AMX decision rests on the /proc/cpuinfo flags amx_tile + amx_int8 without OS facts (XCR0, tile permission): probe the live host to settle it".into());
+    }
+    if !on_class {
+        return (
+            Verified::Inferred,
+            format!(
+                "not measured on {route}: the rules carry the choice over from the classes it was measured on (see the path's notes)"
+            ),
+        );
+    }
+    if x86 && chosen == PathId::W4a16Tinygemm && !x86_amx_int8_usable(profile) {
+        return (Verified::Inferred, "'no AMX means tinygemm' is the study's untested assumption: tinygemm was measured on the AMX Xeon 8480C, and vLLM's vector-ISA W4A16 kernel that an AMX-less host may get was never measured".into());
+    }
+    let by = match route {
+        HardwareClass::X86Cpu => {
+            "the vLLM-Omni edge study on a Xeon Platinum 8480C (Sapphire Rapids, AMX), 24 threads"
+        }
+        _ => "the vLLM-Omni edge study on this class of hardware",
+    };
+    (
+        Verified::Measured,
+        format!("measured by {by}; the path's notes give the figures"),
+    )
+}
+
 /// Whether vLLM's W4A8 kernel could run here: an x86 CPU with AMX-INT8 usable (the
 /// same test the rules apply). `bench` uses it to word its verdict.
 pub fn x86_amx_int8_usable(profile: &Profile) -> bool {
@@ -618,16 +665,19 @@ mod tests {
         let jetson = decide(&p, Priority::Speed, &c);
         assert_eq!(
             (jetson.path.name.as_str(), jetson.path.verified),
-            ("bf16", false)
+            ("bf16", Verified::Inferred)
         );
         assert!(jetson.engine_kwargs.is_empty());
         p.hardware_class = HardwareClass::CudaDiscrete;
-        assert!(decide(&p, Priority::Speed, &c).path.verified);
+        assert_eq!(
+            decide(&p, Priority::Speed, &c).path.verified,
+            Verified::Measured
+        );
         p.hardware_class = HardwareClass::Arm64Cpu;
         let arm = decide(&p, Priority::Speed, &c);
         assert_eq!(
             (arm.path.name.as_str(), arm.path.verified),
-            ("w4a16-tinygemm", false)
+            ("w4a16-tinygemm", Verified::Inferred)
         );
         assert_eq!(
             arm.engine_kwargs.get("quantization"),
@@ -652,7 +702,7 @@ mod tests {
         let npu = decide(&p, Priority::Fidelity, &c);
         assert_eq!(
             (npu.path.name.as_str(), npu.path.verified),
-            ("export-qnn-w8a16", true)
+            ("export-qnn-w8a16", Verified::Measured)
         );
         assert!(
             npu.engine_kwargs.is_empty(),
@@ -660,7 +710,45 @@ mod tests {
         );
         let amx = decide(&x86(&AMX_FLAGS, None), Priority::Speed, &c);
         assert_eq!(amx.engine_kwargs.get("quantization"), Some(&json!("gptq")));
-        assert!(amx.path.verified);
+        // AMX taken on the flags' word alone.
+        assert_eq!(amx.path.verified, Verified::FlagsOnly);
+        assert!(amx.path.verified_basis.contains("without OS facts"));
+        let feature = |cpu, os: Option<bool>| Feature {
+            cpu,
+            os,
+            usable: cpu && os != Some(false),
+        };
+        let amx = decide(
+            &x86(&AMX_FLAGS, Some(feature(true, Some(true)))),
+            Priority::Speed,
+            &c,
+        );
+        assert_eq!(
+            (amx.path.name.as_str(), amx.path.verified),
+            ("w4a8-amx", Verified::Measured)
+        );
+        assert!(
+            amx.path.verified_basis.contains("8480C"),
+            "{}",
+            amx.path.verified_basis
+        );
+        // No AMX (CPUID says so, OS facts unknown): tinygemm, on the study's assumption.
+        let zen = decide(&x86(&[], Some(feature(false, None))), Priority::Speed, &c);
+        assert_eq!(
+            (zen.path.name.as_str(), zen.path.verified),
+            ("w4a16-tinygemm", Verified::Inferred)
+        );
+        assert!(zen.path.verified_basis.contains("no AMX means tinygemm"));
+        // AMX usable, fidelity first: tinygemm as measured on the AMX Xeon.
+        let fid = decide(
+            &x86(&AMX_FLAGS, Some(feature(true, Some(true)))),
+            Priority::Fidelity,
+            &c,
+        );
+        assert_eq!(
+            (fid.path.name.as_str(), fid.path.verified),
+            ("w4a16-tinygemm", Verified::Measured)
+        );
     }
 
     #[test]

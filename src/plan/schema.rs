@@ -83,11 +83,38 @@ pub struct PlannedPath {
     pub bits_per_weight: Option<f64>,
     pub fused_cpu_norms: bool,
     pub runs_in_vllm: bool,
-    /// True only where this path was measured on this class of hardware.
-    pub verified: bool,
+    /// What the choice rests on: `measured`, `inferred` or `flags-only`.
+    pub verified: Verified,
+    /// The measurement (who measured what, where) or the assumption it rests on.
+    pub verified_basis: String,
     pub rationale: String,
     pub build_with: Option<String>,
     pub notes: Vec<String>,
+}
+
+/// How far a plan's path is backed by measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub enum Verified {
+    /// The study, or a `bench --save` on this device that confirmed the plan, measured
+    /// this exact path on this class of hardware.
+    #[serde(rename = "measured")]
+    Measured,
+    /// Chosen by rules from facts, not measured on this class: an assumption stands in.
+    #[serde(rename = "inferred")]
+    Inferred,
+    /// The decision rests on `/proc/cpuinfo` flags without the OS facts behind them.
+    #[serde(rename = "flags-only")]
+    FlagsOnly,
+}
+
+impl Verified {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verified::Measured => "measured",
+            Verified::Inferred => "inferred",
+            Verified::FlagsOnly => "flags-only",
+        }
+    }
 }
 
 /// One rule of the trace.

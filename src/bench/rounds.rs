@@ -1,0 +1,297 @@
+//! Stage *rounds*: the paired, interleaved measurement the verdict rests on.
+//!
+//! After the race has picked each path's fastest kernel, every round runs one step of
+//! each (path, phase) row and one pass of the bandwidth probe, in an order shuffled per
+//! round, so drift and bursts on a shared host land on all of them alike. The per-round
+//! ratio planned/rival is the statistic ([`super::paired`]); rounds stop once every
+//! comparison is decided (or its interval is already narrower than the tie band), when
+//! the time budget is spent, or at the round limit.
+
+use super::backend::{Backend, KernelInfo, KernelPath, Parallel, Phase};
+use super::bandwidth::Probe;
+use super::clock::{Clock, RoundsPolicy as Policy, Sampling};
+use super::measure::{Rotation, Timer};
+use super::paired::{self, median_interval, ratios};
+use super::rng::Rng;
+use super::rows::{Comparison, ResultRow, Stop};
+use super::stats::Summary;
+use super::workload::{DecodePlan, Workload};
+
+/// Seed of the per-round shuffle: fixed, so a run's order reproduces.
+const SHUFFLE_SEED: u64 = 0x5eed_0f0d;
+
+/// One row to time each round.
+pub struct Entrant<'a, W> {
+    pub path: KernelPath,
+    pub phase: Phase,
+    pub kernel: &'a KernelInfo,
+    pub rotation: &'a Rotation<W>,
+    pub decode: DecodePlan,
+    pub prefill_layers: usize,
+    pub tokens: usize,
+}
+
+/// What the rounds measured: per entrant, its step seconds by round; the probe's GB/s by
+/// round.
+pub struct Rounds {
+    pub seconds: Vec<Vec<f64>>,
+    pub gbps: Vec<f64>,
+    pub spent_s: f64,
+    pub stopped: Stop,
+}
+
+/// Runs rounds until `policy` says stop. `planned` is the bench path under test (none:
+/// no comparison to decide, so `min_rounds` are run for information).
+pub fn run<B: Backend>(
+    backend: &B,
+    clock: &dyn Clock,
+    workload: &Workload,
+    entrants: &[Entrant<B::Weights>],
+    probe: &Probe,
+    planned: Option<KernelPath>,
+    policy: Policy,
+) -> anyhow::Result<Rounds> {
+    let one = Sampling {
+        warmup: 0,
+        min_repeats: 1,
+        max_repeats: 1,
+        budget: 0.0,
+    };
+    let timer = Timer {
+        backend,
+        clock,
+        workload,
+        sampling: one,
+    };
+    let pool: &dyn Parallel = backend;
+    let mut seconds = vec![Vec::new(); entrants.len()];
+    let mut gbps = Vec::new();
+    let mut rng = Rng::new(SHUFFLE_SEED);
+    let mut order: Vec<usize> = (0..=entrants.len()).collect();
+    let start = clock.now();
+    loop {
+        shuffle(&mut order, &mut rng);
+        for &i in &order {
+            let Some(e) = entrants.get(i) else {
+                gbps.push(probe.once(pool, clock));
+                continue;
+            };
+            let s = match e.phase {
+                Phase::Decode => timer.decode(e.kernel, e.rotation, e.decode)?,
+                Phase::Prefill => {
+                    timer.prefill(e.kernel, e.rotation, e.prefill_layers, e.tokens)?
+                }
+            };
+            seconds[i].extend(s.first());
+        }
+        let done = gbps.len();
+        let spent = clock.now() - start;
+        let stop = if done >= policy.max_rounds {
+            Some(Stop::Rounds)
+        } else if done < policy.min_rounds {
+            None
+        } else if !compare(entrants, &seconds, planned)
+            .iter()
+            .any(|c| paired::wants_more(&c.ratio))
+        {
+            Some(Stop::Decided)
+        } else if spent >= policy.budget_s {
+            Some(Stop::Budget)
+        } else {
+            None
+        };
+        if let Some(stopped) = stop {
+            return Ok(Rounds {
+                seconds,
+                gbps,
+                spent_s: spent,
+                stopped,
+            });
+        }
+    }
+}
+
+/// Fisher-Yates with the bench's seeded generator.
+fn shuffle(order: &mut [usize], rng: &mut Rng) {
+    for i in (1..order.len()).rev() {
+        let j = (rng.next_u64() % (i as u64 + 1)) as usize;
+        order.swap(i, j);
+    }
+}
+
+/// The planned path against every other path measured in the same phase.
+pub fn compare<W>(
+    entrants: &[Entrant<W>],
+    seconds: &[Vec<f64>],
+    planned: Option<KernelPath>,
+) -> Vec<Comparison> {
+    let Some(planned) = planned else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (pi, p) in entrants.iter().enumerate() {
+        if p.path != planned {
+            continue;
+        }
+        for (ri, r) in entrants.iter().enumerate() {
+            if r.phase != p.phase || r.path == planned {
+                continue;
+            }
+            if let Some(ratio) = median_interval(&ratios(&seconds[pi], &seconds[ri])) {
+                out.push(Comparison {
+                    phase: p.phase,
+                    planned,
+                    rival: r.path,
+                    judgement: paired::judge(&ratio),
+                    ratio,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Replaces a row's step statistics with its round series, rescaling the figures
+/// derived from the step time; decode rows also get the per-round bandwidth share
+/// (each step against the probe pass of its own round).
+pub fn refresh(row: &mut ResultRow, seconds: &[f64], gbps: &[f64]) {
+    let Some(s) = Summary::of(seconds) else {
+        return;
+    };
+    let ms = s.scaled(1e3);
+    let factor = row.step_ms / ms.median.max(1e-12);
+    row.step_ms = ms.median;
+    row.step_ms_min = ms.min;
+    row.step_ms_max = ms.max;
+    row.step_ms_mad = ms.mad;
+    row.repeats = s.n;
+    row.rounds = s.n;
+    row.tokens_per_s *= factor;
+    row.weight_gbps *= factor;
+    row.tmacs *= factor;
+    row.peak_pct = row.peak_pct.map(|p| p * factor);
+    if row.phase == Phase::Decode {
+        let shares: Vec<f64> = seconds
+            .iter()
+            .zip(gbps)
+            .filter(|(t, g)| **t > 0.0 && **g > 0.0)
+            .map(|(t, g)| row.weight_bytes as f64 / t / 1e9 / g * 100.0)
+            .collect();
+        if let Some(ci) = median_interval(&shares) {
+            row.bandwidth_pct = Some(ci.median);
+            row.bandwidth_pct_paired = Some(ci);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::clock::FakeClock;
+    use crate::bench::fake::FakeBackend;
+    use crate::bench::paired::Judgement;
+    use crate::bench::workload::Gemm;
+    use std::sync::Arc;
+
+    fn tiny() -> Workload {
+        let g = |name: &str, n, k| Gemm {
+            name: name.into(),
+            n,
+            k,
+        };
+        Workload {
+            model: "tiny".into(),
+            layers: 2,
+            hidden_size: 128,
+            intermediate_size: 256,
+            vocab_size: 256,
+            per_layer: vec![g("q_proj", 128, 128)],
+            lm_head: g("lm_head", 256, 128),
+        }
+    }
+
+    #[test]
+    fn rounds_stop_when_decided_or_at_the_limit_and_pair_every_row() {
+        let clock = Arc::new(FakeClock::new(0.0));
+        let b = FakeBackend::new(1, clock.clone()).slowing(Some(KernelPath::W4A16));
+        let w = tiny();
+        let kernels = b.kernels();
+        let k = |name: &str| kernels.iter().find(|k| k.name == name).unwrap();
+        let rot = Rotation::build(&b, KernelPath::W4A8, &w, 1, 1).unwrap();
+        let plan = DecodePlan {
+            instances: 1,
+            scale: 2.0,
+            working_set_bytes: 0,
+        };
+        let entrant = |path, name| Entrant {
+            path,
+            phase: Phase::Decode,
+            kernel: k(name),
+            rotation: &rot,
+            decode: plan,
+            prefill_layers: 1,
+            tokens: 1,
+        };
+        let es = [
+            entrant(KernelPath::W4A8, "w4a8-fake"),
+            entrant(KernelPath::W4A16, "w4a16-fake"),
+        ];
+        let probe = Probe::new(1 << 16);
+        let policy = Policy {
+            min_rounds: 6,
+            max_rounds: 50,
+            budget_s: f64::INFINITY,
+        };
+        // The fake clock makes every round alike: decided at the minimum.
+        let r = run(
+            &b,
+            clock.as_ref(),
+            &w,
+            &es,
+            &probe,
+            Some(KernelPath::W4A16),
+            policy,
+        )
+        .unwrap();
+        assert_eq!((r.gbps.len(), r.stopped), (6, Stop::Decided));
+        assert!(r.seconds.iter().all(|s| s.len() == 6));
+        let cs = compare(&es, &r.seconds, Some(KernelPath::W4A16));
+        assert_eq!(cs.len(), 1);
+        assert_eq!(
+            (cs[0].rival, cs[0].judgement),
+            (KernelPath::W4A8, Judgement::Beaten)
+        );
+        // A fixed count runs exactly that many.
+        let fixed = Policy {
+            min_rounds: 9,
+            max_rounds: 9,
+            budget_s: f64::INFINITY,
+        };
+        let r = run(
+            &b,
+            clock.as_ref(),
+            &w,
+            &es,
+            &probe,
+            Some(KernelPath::W4A16),
+            fixed,
+        )
+        .unwrap();
+        assert_eq!((r.gbps.len(), r.stopped), (9, Stop::Rounds));
+    }
+
+    #[test]
+    fn shuffle_is_a_permutation_and_varies() {
+        let mut rng = Rng::new(1);
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..20 {
+            let mut o: Vec<usize> = (0..4).collect();
+            shuffle(&mut o, &mut rng);
+            let mut sorted = o.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, vec![0, 1, 2, 3]);
+            seen.insert(o);
+        }
+        assert!(seen.len() > 5, "orders should differ between rounds");
+    }
+}
