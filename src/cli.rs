@@ -54,6 +54,8 @@ pub enum SchemaKindArg {
     Plan,
     /// The `check` manifest (TOML, checked as its JSON equivalent).
     Check,
+    /// The bench report (`bench --format json`).
+    Bench,
 }
 
 #[derive(Debug, Args)]
@@ -253,6 +255,7 @@ pub(crate) fn resolve(cli: Cli) -> anyhow::Result<Request> {
             SchemaKindArg::Profile => SchemaKind::Profile,
             SchemaKindArg::Plan => SchemaKind::Plan,
             SchemaKindArg::Check => SchemaKind::Check,
+            SchemaKindArg::Bench => SchemaKind::Bench,
         }),
         Command::Completions(args) => Request::Text(completions(args.shell)),
         Command::Man => Request::Text(man_page()?),

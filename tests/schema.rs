@@ -136,3 +136,38 @@ fn a_wrong_type_fails_the_profile_schema() {
     let validator = jsonschema::validator_for(&schema).unwrap();
     assert!(!validator.is_valid(&value));
 }
+
+#[test]
+fn bench_reports_match_the_bench_schema() {
+    let schema = schema("bench");
+    // The fake executor: the live plan, an AMX profile and a GPU plan (not applicable).
+    let cases: [&[&str]; 3] = [
+        &[],
+        &["--profile", "bench/xeon-amx-2vcpu.json"],
+        &["--profile", "profiles/hand-cuda-h100.json"],
+    ];
+    for extra in cases {
+        let mut cmd = edgeplan();
+        cmd.env("EDGEPLAN_BENCH_EXECUTOR", "fake")
+            .args(["bench", "--quick", "--format", "json", "--model-config"])
+            .arg(fixture("bench/tiny-config.json"));
+        if let [flag, file] = extra {
+            cmd.arg(flag).arg(fixture(file));
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        validate(&schema, &format!("bench {extra:?}"), &value);
+    }
+    let mut broken = serde_json::json!({});
+    broken["verdict"] = serde_json::json!("yes");
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    assert!(
+        !validator.is_valid(&broken),
+        "a report without its keys must fail"
+    );
+}

@@ -16,7 +16,7 @@ pub use crate::kernels::registry::{KernelPath, Phase};
 pub use crate::kernels::weights::Scheme;
 
 /// One kernel variant as `bench` sees it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct KernelInfo {
     /// The name `--kernel` takes (e.g. `w4a8-avx2`).
     pub name: String,

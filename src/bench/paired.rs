@@ -23,7 +23,7 @@ pub const TIE_BAND: f64 = 0.03;
 pub const MIN_ROUNDS: usize = 6;
 
 /// A median with its confidence interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Interval {
     pub median: f64,
     pub low: f64,
@@ -96,7 +96,7 @@ pub fn ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
 }
 
 /// What one paired comparison says about the planned path against one rival.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Judgement {
     /// The whole interval of `planned / rival` is at or under `1 + TIE_BAND`.

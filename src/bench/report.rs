@@ -18,7 +18,7 @@ use crate::profile::Tool;
 /// Major version of the bench JSON.
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct BenchReport {
     pub schema_version: u32,
     pub tool: Tool,
@@ -46,7 +46,7 @@ pub struct BenchReport {
     pub notes: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Host {
     pub cpu_model: Option<String>,
     pub logical_cpus: Option<u32>,
@@ -55,7 +55,7 @@ pub struct Host {
     pub l3_source: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ModelInfo {
     pub name: String,
     pub layers: usize,
@@ -66,7 +66,7 @@ pub struct ModelInfo {
     pub params_per_step: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct MemoryUse {
     /// The most bytes the run was sized to hold at once (weights, staging, activations,
     /// probe buffers), checked against the budget before anything was allocated.

@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::backend::{KernelPath, Phase, Unit};
 use super::paired::Interval;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Bandwidth {
     /// The best repeat: the roofline.
     pub gbps: f64,
@@ -19,7 +19,7 @@ pub struct Bandwidth {
     pub paired: Option<Interval>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Peak {
     pub unit: Unit,
     /// Tera multiply-accumulates per second, all threads; `null` when skipped.
@@ -28,7 +28,7 @@ pub struct Peak {
     pub skipped: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct KernelCheck {
     pub name: String,
     pub path: KernelPath,
@@ -40,7 +40,7 @@ pub struct KernelCheck {
 }
 
 /// One path in one phase: the contract's `results[]` entry.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ResultRow {
     pub path: KernelPath,
     pub phase: Phase,
@@ -84,13 +84,13 @@ pub struct ResultRow {
 }
 
 /// A kernel that lost the race for a path and phase.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Alternative {
     pub kernel: String,
     pub step_ms: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct FidelityRow {
     pub path: KernelPath,
     /// `symmetric`, `asymmetric` (int4 weights) or `bf16`.
@@ -109,7 +109,7 @@ pub struct FidelityRow {
 }
 
 /// The planned path against one rival in one phase, over the paired rounds.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Comparison {
     pub phase: Phase,
     pub planned: KernelPath,
@@ -120,7 +120,7 @@ pub struct Comparison {
 }
 
 /// How the paired rounds went, for the report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct PairedRun {
     pub rounds: usize,
     pub seconds: f64,
@@ -132,7 +132,7 @@ pub struct PairedRun {
 }
 
 /// Why the rounds stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Stop {
     /// Every comparison was decided or narrower than the tie band.

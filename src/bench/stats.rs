@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 /// Five numbers that describe a set of repeats.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Summary {
     pub median: f64,
     pub min: f64,

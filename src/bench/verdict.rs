@@ -35,7 +35,7 @@ use super::rows::{Comparison, FidelityRow, ResultRow};
 /// Relative error slack when ranking fidelity.
 pub const FIDELITY_TOLERANCE: f64 = 0.05;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Confirmed,
@@ -76,7 +76,7 @@ pub struct PlanInput {
 }
 
 /// The fastest path per phase, by median step time.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Fastest {
     pub decode: Option<KernelPath>,
     pub decode_step_ms: Option<f64>,
@@ -84,7 +84,7 @@ pub struct Fastest {
     pub prefill_step_ms: Option<f64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Verdict {
     /// The planned path name; `null` when no plan could be made.
     pub planned: Option<String>,

@@ -24,7 +24,7 @@ use crate::model::ModelShape;
 pub const GROUP: usize = 128;
 
 /// One linear layer: `y[M][n] = x[M][k] · W[n][k]ᵀ`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Gemm {
     pub name: String,
     pub n: usize,
@@ -49,7 +49,7 @@ impl Gemm {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Workload {
     pub model: String,
     pub layers: usize,
@@ -63,7 +63,7 @@ pub struct Workload {
 /// How decode is timed: `instances` distinct layer buffers (copies of the model's layers
 /// in order, wrapping around when the model is small) plus the lm_head, walked once per
 /// sample; the layers' time is scaled by `scale` to the model's layer count.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct DecodePlan {
     pub instances: usize,
     pub scale: f64,

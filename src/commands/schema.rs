@@ -1,4 +1,4 @@
-//! `edgeplan schema profile|plan|check`: the JSON Schema of each document, derived from
+//! `edgeplan schema profile|plan|check|bench`: the JSON Schema of each document, derived from
 //! the serde types that read and write it (schemars), so it cannot drift from the code.
 //! The same schemas are committed under `docs/schema/` and checked in the tests against
 //! every fixture and command output.
@@ -11,6 +11,7 @@ pub enum SchemaKind {
     Profile,
     Plan,
     Check,
+    Bench,
 }
 
 /// The schema of `kind` as pretty JSON.
@@ -19,6 +20,7 @@ pub fn schema_text(kind: SchemaKind) -> anyhow::Result<String> {
         SchemaKind::Profile => schemars::schema_for!(crate::profile::Profile),
         SchemaKind::Plan => schemars::schema_for!(crate::plan::Plan),
         SchemaKind::Check => schemars::schema_for!(crate::plan::check::RawManifest),
+        SchemaKind::Bench => schemars::schema_for!(crate::bench::report::BenchReport),
     };
     crate::output::json_text(&schema)
 }

@@ -25,7 +25,9 @@ use super::pool::ThreadPool;
 
 /// Which weight/activation format a kernel computes: the crate's one path vocabulary
 /// (bench's `results[].path`, `--paths`, the catalog's `bench_path`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum KernelPath {
     /// int4 weights × int8 activations.
@@ -77,7 +79,9 @@ impl std::fmt::Display for KernelPath {
 }
 
 /// Decode (few rows per weight load) or prefill (many rows).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
     /// M ≤ [`DECODE_MAX_M`].
@@ -136,7 +140,7 @@ pub enum KernelFn {
 }
 
 /// The compute unit a kernel leans on, which names its roofline (`peaks.rs`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Unit {
     AmxInt8,
