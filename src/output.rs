@@ -45,6 +45,24 @@ pub fn bytes(b: u64) -> String {
     }
 }
 
+/// GiB as a bare number with two decimals (a table column headed in GiB).
+pub fn gib_number(b: u64) -> String {
+    format!("{:.2}", b as f64 / (MIB * 1024.0))
+}
+
+/// GiB with one decimal, or `unknown` (the probe's table).
+pub fn gib_short(b: Option<u64>) -> String {
+    match b {
+        Some(b) => format!("{:.1} GiB", b as f64 / (MIB * 1024.0)),
+        None => "unknown".into(),
+    }
+}
+
+/// GiB with two decimals plus the exact count (the memory fit, where the bytes matter).
+pub fn gib_exact(b: u64) -> String {
+    format!("{:.2} GiB ({b} B)", b as f64 / (MIB * 1024.0))
+}
+
 /// Milliseconds by magnitude: no decimals from 100, two from 1, else three.
 pub fn ms(ms: f64) -> String {
     if ms >= 100.0 {

@@ -712,11 +712,6 @@ fn gpu_utilization(headroom: f64) -> f64 {
     ((1.0 - headroom) * 10_000.0).round() / 10_000.0
 }
 
-/// Bytes as GiB with two decimals, plus the exact count.
-pub fn gib(bytes: u64) -> String {
-    format!("{:.2} GiB ({bytes} B)", bytes as f64 / GIB)
-}
-
 /// The one line `plan` prints on stderr when nothing fits (exit 3).
 pub fn does_not_fit_line(device: &str, fit: &MemoryFit) -> String {
     let kv = fit.kv_engine_bytes.unwrap_or(fit.kv_bytes);
@@ -833,14 +828,32 @@ pub fn rows(fit: &MemoryFit) -> Vec<(String, String)> {
                 fit.kv_dtype.as_str()
             ),
         ),
-        ("weights".into(), gib(fit.weights_bytes)),
-        ("  linears".into(), gib(fit.weights.linears)),
-        ("  embedding (bf16)".into(), gib(fit.weights.embedding)),
-        ("  lm_head".into(), gib(fit.weights.lm_head)),
-        ("  norms (bf16)".into(), gib(fit.weights.norms)),
+        (
+            "weights".into(),
+            crate::output::gib_exact(fit.weights_bytes),
+        ),
+        (
+            "  linears".into(),
+            crate::output::gib_exact(fit.weights.linears),
+        ),
+        (
+            "  embedding (bf16)".into(),
+            crate::output::gib_exact(fit.weights.embedding),
+        ),
+        (
+            "  lm_head".into(),
+            crate::output::gib_exact(fit.weights.lm_head),
+        ),
+        (
+            "  norms (bf16)".into(),
+            crate::output::gib_exact(fit.weights.norms),
+        ),
     ];
     if fit.weights.router > 0 {
-        rows.push(("  MoE routers (bf16)".into(), gib(fit.weights.router)));
+        rows.push((
+            "  MoE routers (bf16)".into(),
+            crate::output::gib_exact(fit.weights.router),
+        ));
     }
     if let Some(active) = fit.active_params_per_token {
         rows.push((
@@ -849,13 +862,16 @@ pub fn rows(fit: &MemoryFit) -> Vec<(String, String)> {
         ));
     }
     rows.extend([
-        ("KV cache by layer type".into(), gib(fit.kv_bytes)),
+        (
+            "KV cache by layer type".into(),
+            crate::output::gib_exact(fit.kv_bytes),
+        ),
         (
             "KV cache, flat".into(),
             format!(
                 "{} (per-layer-type saves {})",
-                gib(fit.kv_flat_bytes),
-                gib(fit.kv_saved_bytes)
+                crate::output::gib_exact(fit.kv_flat_bytes),
+                crate::output::gib_exact(fit.kv_saved_bytes)
             ),
         ),
     ]);
@@ -880,7 +896,7 @@ pub fn rows(fit: &MemoryFit) -> Vec<(String, String)> {
             "KV cache, vLLM allocates".into(),
             format!(
                 "{} ({}; {}-token blocks, prefill chunk {})",
-                gib(bytes),
+                crate::output::gib_exact(bytes),
                 kinds.join(", "),
                 e.block_size,
                 e.max_num_batched_tokens
@@ -889,7 +905,7 @@ pub fn rows(fit: &MemoryFit) -> Vec<(String, String)> {
         if let Some(space) = e.kv_space_bytes {
             rows.push((
                 "KV space for vLLM".into(),
-                format!("{}: {}", gib(space), e.kv_space_source),
+                format!("{}: {}", crate::output::gib_exact(space), e.kv_space_source),
             ));
         }
     }
@@ -907,14 +923,14 @@ pub fn rows(fit: &MemoryFit) -> Vec<(String, String)> {
         (
             "budget".into(),
             match fit.budget_bytes {
-                Some(b) => format!("{}: {}", gib(b), fit.budget_source),
+                Some(b) => format!("{}: {}", crate::output::gib_exact(b), fit.budget_source),
                 None => format!("unknown: {}", fit.budget_source),
             },
         ),
         (
             "headroom".into(),
             match fit.headroom_bytes {
-                Some(h) => format!("{} = {}", pct(fit.headroom), gib(h)),
+                Some(h) => format!("{} = {}", pct(fit.headroom), crate::output::gib_exact(h)),
                 None => pct(fit.headroom),
             },
         ),

@@ -405,7 +405,7 @@ fn fleet_memory_cells(fit: Option<&memory::MemoryFit>) -> [String; 4] {
     let Some(fit) = fit else {
         return ["-", "-", "-", "-"].map(str::to_string);
     };
-    let gib = |b: u64| format!("{:.2}", b as f64 / f64::from(1u32 << 30));
+    let gib = crate::output::gib_number;
     [
         match fit.fits {
             Some(true) => "yes".into(),

@@ -24,13 +24,6 @@ const KEY_FEATURES: &[&str] = &[
     "sme",
 ];
 
-pub fn gib(bytes: Option<u64>) -> String {
-    match bytes {
-        Some(b) => format!("{:.1} GiB", b as f64 / f64::from(1u32 << 30)),
-        None => "unknown".into(),
-    }
-}
-
 fn opt(value: Option<&str>) -> &str {
     value.unwrap_or("unknown")
 }
@@ -136,10 +129,11 @@ pub fn table(p: &Profile) -> String {
         "memory".to_string(),
         format!(
             "total {}, available {}, limit {}, budget {}",
-            gib(m.total_bytes),
-            gib(m.available_bytes),
-            m.limit_bytes.map_or("none".into(), |b| gib(Some(b))),
-            gib(m.budget_bytes)
+            crate::output::gib_short(m.total_bytes),
+            crate::output::gib_short(m.available_bytes),
+            m.limit_bytes
+                .map_or("none".into(), |b| crate::output::gib_short(Some(b))),
+            crate::output::gib_short(m.budget_bytes)
         ),
     ]);
     if p.gpus.is_empty() {
@@ -157,7 +151,8 @@ pub fn table(p: &Profile) -> String {
                     ("nvidia", None) => "cc unknown".to_string(),
                     _ => "not CUDA".to_string(),
                 },
-                g.memory_bytes.map_or("unknown".into(), |b| gib(Some(b))),
+                g.memory_bytes
+                    .map_or("unknown".into(), |b| crate::output::gib_short(Some(b))),
                 g.pci_bdf
                     .as_deref()
                     .map(|b| format!(", {b}"))
