@@ -157,42 +157,9 @@ pub fn run(request: PlanRequest) -> anyhow::Result<Exit> {
         };
         let mut plan = plan_one(&one, request.priority, &catalog);
         if let (Some(fit), Some(spec)) = (&fit, catalog.get(&plan.path.name)) {
-            let memory = memory::fit(&one.profile, spec, fit);
-            // The fitted max_model_len, max_num_seqs, ... join the path's kwargs.
-            plan.engine_kwargs.extend(memory.engine_kwargs.clone());
-            if memory.beyond_context_limit {
-                eprintln!(
-                    "edgeplan: warning: {}: --context {} is past {}'s limit of {} tokens",
-                    one.label,
-                    memory.context,
-                    memory.model,
-                    memory.context_limit.unwrap_or(0)
-                );
-            }
-            if memory.fits.is_none() {
-                eprintln!(
-                    "edgeplan: warning: {}: memory fit unknown ({}); not a pass",
-                    one.label, memory.budget_source
-                );
-            }
-            if memory.fits == Some(false) {
-                too_big = true;
-                eprintln!(
-                    "edgeplan: {}",
-                    memory::does_not_fit_line(&one.label, &memory)
-                );
-            }
-            plan.memory = Some(memory);
+            too_big |= !attach_fit(&mut plan, &one, spec, fit);
         }
-        if let Some(want) = request.expect.as_ref().filter(|w| **w != plan.path.name) {
-            mismatch = true;
-            eprintln!(
-                "edgeplan: --expect {want}: {} planned {} at priority {}",
-                plan.device.as_deref().unwrap_or("the device"),
-                plan.path.name,
-                plan.priority.as_str()
-            );
-        }
+        mismatch |= !expectation_holds(request.expect.as_deref(), &plan);
         match request.format {
             PlanFormat::Table => match (&mut fleet, pending.take()) {
                 (Some(fleet), _) => fleet.add(&plan)?,
@@ -253,4 +220,55 @@ fn check_expect(expect: Option<&str>, catalog: &Catalog) -> anyhow::Result<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// Adds the memory fit to `plan` (the fitted kwargs join the path's), with its warnings
+/// on stderr. False when the model does not fit.
+fn attach_fit(
+    plan: &mut crate::plan::Plan,
+    one: &Loaded,
+    spec: &crate::plan::catalog::PathSpec,
+    fit: &memory::FitRequest,
+) -> bool {
+    let memory = memory::fit(&one.profile, spec, fit);
+    // The fitted max_model_len, max_num_seqs, ... join the path's kwargs.
+    plan.engine_kwargs.extend(memory.engine_kwargs.clone());
+    if memory.beyond_context_limit {
+        eprintln!(
+            "edgeplan: warning: {}: --context {} is past {}'s limit of {} tokens",
+            one.label,
+            memory.context,
+            memory.model,
+            memory.context_limit.unwrap_or(0)
+        );
+    }
+    if memory.fits.is_none() {
+        eprintln!(
+            "edgeplan: warning: {}: memory fit unknown ({}); not a pass",
+            one.label, memory.budget_source
+        );
+    }
+    let fits = memory.fits != Some(false);
+    if !fits {
+        eprintln!(
+            "edgeplan: {}",
+            memory::does_not_fit_line(&one.label, &memory)
+        );
+    }
+    plan.memory = Some(memory);
+    fits
+}
+
+/// False (with a line on stderr) when `--expect` names another path than the plan's.
+fn expectation_holds(expect: Option<&str>, plan: &crate::plan::Plan) -> bool {
+    let Some(want) = expect.filter(|w| *w != plan.path.name) else {
+        return true;
+    };
+    eprintln!(
+        "edgeplan: --expect {want}: {} planned {} at priority {}",
+        plan.device.as_deref().unwrap_or("the device"),
+        plan.path.name,
+        plan.priority.as_str()
+    );
+    false
 }
