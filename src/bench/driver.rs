@@ -304,6 +304,7 @@ fn peaks_stage<B: Backend>(backend: &B, clock: &dyn Clock, effort: Effort) -> Ve
                 unit,
                 tmacs: None,
                 skipped: Some(why.to_string()),
+                emulated: None,
             })
             .collect(),
         None => peaks::measure_all(backend, clock, &backend.amx_ready(), effort.peak_budget()),

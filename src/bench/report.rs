@@ -125,6 +125,12 @@ impl BenchReport {
             .peaks
             .iter()
             .map(|p| match (p.tmacs, &p.skipped) {
+                (Some(t), _) if p.emulated.is_some() => {
+                    format!(
+                        "{} {t:.3} TMAC/s (emulated, not a measurement)",
+                        p.unit.as_str()
+                    )
+                }
                 (Some(t), _) => format!("{} {t:.3} TMAC/s", p.unit.as_str()),
                 (None, Some(why)) => format!("{} skipped ({why})", p.unit.as_str()),
                 (None, None) => format!("{} -", p.unit.as_str()),

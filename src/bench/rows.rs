@@ -26,6 +26,10 @@ pub struct Peak {
     pub tmacs: Option<f64>,
     /// Why it was not measured (ISA or OS permission missing).
     pub skipped: Option<String>,
+    /// Set when the loop ran under user-mode emulation (qemu-user): why the figure is not
+    /// a measurement of the CPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub emulated: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]

@@ -152,12 +152,57 @@ pub enum Unit {
     Avx512Bf16,
     Avx512Fma,
     Avx2Fma,
-    /// arm64 Advanced SIMD (plain, `sdot`, `smmla`, `bfdot`, `bfmmla`); no peak loop yet.
-    Neon,
+    /// arm64 Advanced SIMD (FEAT_I8MM) `smmla`: 2x8 by 8x2 s8 into 2x2 int32, 32 MACs.
+    NeonI8mm,
+    /// arm64 Advanced SIMD (FEAT_DotProd) `sdot`: four 4-way s8 dot products, 16 MACs.
+    NeonDotprod,
+    /// arm64 ARMv8.0 Advanced SIMD int8: `smlal`/`smlal2` s8 x s8 into int16, 8 MACs each
+    /// (`w4a8-neon` adds one `sadalp` to int32 per 16 of them).
+    NeonInt8,
+    /// arm64 Advanced SIMD (FEAT_BF16) `bfmmla`: 2x4 by 4x2 bf16 into 2x2 f32, 16 MACs.
+    NeonBfmmla,
+    /// arm64 Advanced SIMD (FEAT_BF16) `bfdot`: four bf16 pairs into f32 lanes, 8 MACs.
+    NeonBfdot,
+    /// arm64 ARMv8.0 Advanced SIMD f32 `fmla` (.4s), 4 MACs.
+    NeonFma,
     Scalar,
 }
 
 impl Unit {
+    /// Every unit, x86 then arm64 then scalar.
+    pub const ALL: [Unit; 15] = [
+        Unit::AmxInt8,
+        Unit::AmxBf16,
+        Unit::Avx512Vnni,
+        Unit::AvxVnni,
+        Unit::Avx2Int8,
+        Unit::Avx512Bf16,
+        Unit::Avx512Fma,
+        Unit::Avx2Fma,
+        Unit::NeonI8mm,
+        Unit::NeonDotprod,
+        Unit::NeonInt8,
+        Unit::NeonBfmmla,
+        Unit::NeonBfdot,
+        Unit::NeonFma,
+        Unit::Scalar,
+    ];
+
+    /// True for the integer (int8 multiply) units, the rooflines of W4A8.
+    pub fn is_int8(self) -> bool {
+        matches!(
+            self,
+            Unit::AmxInt8
+                | Unit::Avx512Vnni
+                | Unit::AvxVnni
+                | Unit::Avx2Int8
+                | Unit::NeonI8mm
+                | Unit::NeonDotprod
+                | Unit::NeonInt8
+        )
+    }
+
+    /// The name in reports and JSON (`avx512-vnni`, `neon-dotprod`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             Unit::AmxInt8 => "amx-int8",
@@ -168,7 +213,12 @@ impl Unit {
             Unit::Avx512Bf16 => "avx512-bf16",
             Unit::Avx512Fma => "avx512-fma",
             Unit::Avx2Fma => "avx2-fma",
-            Unit::Neon => "neon",
+            Unit::NeonI8mm => "neon-i8mm",
+            Unit::NeonDotprod => "neon-dotprod",
+            Unit::NeonInt8 => "neon-int8",
+            Unit::NeonBfmmla => "neon-bfmmla",
+            Unit::NeonBfdot => "neon-bfdot",
+            Unit::NeonFma => "neon-fma",
             Unit::Scalar => "scalar",
         }
     }
@@ -409,7 +459,10 @@ mod tests {
                 Unit::Avx512Bf16 => needs(Feature::Avx512bf16),
                 Unit::Avx512Fma => needs(Feature::Avx512f),
                 Unit::Avx2Fma => needs(Feature::Avx2) && needs(Feature::Fma),
-                Unit::Neon => needs(Feature::Neon),
+                Unit::NeonI8mm => needs(Feature::Neon) && needs(Feature::I8mm),
+                Unit::NeonDotprod => needs(Feature::Neon) && needs(Feature::Dotprod),
+                Unit::NeonInt8 | Unit::NeonFma => needs(Feature::Neon),
+                Unit::NeonBfmmla | Unit::NeonBfdot => needs(Feature::Neon) && needs(Feature::Bf16),
                 Unit::Scalar => v.requires.is_empty(),
             };
             assert!(
@@ -419,16 +472,24 @@ mod tests {
                 v.unit.as_str(),
                 v.requires
             );
-            let int8 = matches!(
-                v.unit,
-                Unit::AmxInt8 | Unit::Avx512Vnni | Unit::AvxVnni | Unit::Avx2Int8
-            );
             assert_eq!(
-                int8,
-                v.path() == KernelPath::W4A8 && v.unit != Unit::Neon && v.unit != Unit::Scalar,
-                "{}: int8 units serve exactly the x86 W4A8 kernels",
+                v.unit.is_int8(),
+                v.path() == KernelPath::W4A8 && v.unit != Unit::Scalar,
+                "{}: int8 units serve exactly the vector W4A8 kernels",
                 v.name
             );
         }
+    }
+
+    #[test]
+    fn unit_names_are_the_json_names() {
+        for u in Unit::ALL {
+            let json = serde_json::to_string(&u).unwrap();
+            assert_eq!(json, format!("\"{}\"", u.as_str()), "{u:?}");
+        }
+        let mut names: Vec<&str> = Unit::ALL.iter().map(|u| u.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Unit::ALL.len(), "unit names must be unique");
     }
 }

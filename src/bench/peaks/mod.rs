@@ -6,9 +6,13 @@
 //! measures the unit's throughput at whatever clock the host runs under that load. The
 //! iteration count is calibrated to a short time slice; the best of a few runs is kept
 //! (noise only ever slows a register loop down). Units whose ISA or OS permission is
-//! missing are skipped with the reason. The ISA code lives in `x86.rs`; other
-//! architectures report every unit as skipped.
+//! missing are skipped with the reason. The ISA code lives in `x86.rs` and `aarch64.rs`;
+//! other architectures report the x86 units as skipped. Under user-mode emulation
+//! ([`crate::arch::emulation`]) the loops still run, but every figure carries the reason it
+//! is not a measurement of the CPU.
 
+#[cfg(target_arch = "aarch64")]
+mod aarch64;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
@@ -23,8 +27,16 @@ pub struct Loop {
     pub run: fn(u64),
 }
 
-/// The units measured, best first.
-pub const UNITS: [Unit; 8] = [
+/// The units measured on this architecture, best first.
+#[cfg(target_arch = "aarch64")]
+pub const UNITS: &[Unit] = &aarch64::UNITS;
+/// The units measured on this architecture, best first.
+#[cfg(not(target_arch = "aarch64"))]
+pub const UNITS: &[Unit] = &X86_UNITS;
+
+/// The x86 units, best first.
+#[cfg_attr(target_arch = "aarch64", allow(dead_code))]
+const X86_UNITS: [Unit; 8] = [
     Unit::AmxInt8,
     Unit::AmxBf16,
     Unit::Avx512Vnni,
@@ -42,7 +54,12 @@ pub fn loop_for(unit: Unit, amx: &Result<(), String>) -> Result<Loop, String> {
     {
         x86::loop_for(unit, amx)
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(target_arch = "aarch64")]
+    {
+        let _ = amx;
+        aarch64::loop_for(unit)
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
         let _ = (unit, amx);
         Err("not an x86_64 host".into())
@@ -73,25 +90,49 @@ pub fn measure(pool: &dyn Parallel, clock: &dyn Clock, lp: &Loop, budget: PeakBu
     workers * iters as f64 * lp.macs as f64 / best.max(1e-12) / 1e12
 }
 
-/// Every unit: measured, or skipped with the reason.
+/// Every unit: measured, or skipped with the reason. Under user-mode emulation the
+/// measured ones say so (`Peak::emulated`).
 pub fn measure_all(
     pool: &dyn Parallel,
     clock: &dyn Clock,
     amx: &Result<(), String>,
     budget: PeakBudget,
 ) -> Vec<Peak> {
-    UNITS
+    measure_units(
+        UNITS,
+        pool,
+        clock,
+        amx,
+        budget,
+        crate::arch::emulation::emulation(),
+    )
+}
+
+/// [`measure_all`] over `units`, with the emulation verdict given.
+fn measure_units(
+    units: &[Unit],
+    pool: &dyn Parallel,
+    clock: &dyn Clock,
+    amx: &Result<(), String>,
+    budget: PeakBudget,
+    emulated: Option<String>,
+) -> Vec<Peak> {
+    units
         .iter()
         .map(|&unit| match loop_for(unit, amx) {
             Ok(lp) => Peak {
                 unit,
                 tmacs: Some(measure(pool, clock, &lp, budget)),
                 skipped: None,
+                emulated: emulated.as_ref().map(|why| {
+                    format!("{why}: the emulator's speed, not a measurement of the CPU")
+                }),
             },
             Err(why) => Peak {
                 unit,
                 tmacs: None,
                 skipped: Some(why),
+                emulated: None,
             },
         })
         .collect()
@@ -103,18 +144,17 @@ mod tests {
     use crate::bench::clock::RealClock;
     use crate::bench::fake::ScopedPool;
 
+    fn budget() -> PeakBudget {
+        PeakBudget {
+            slice_s: 0.002,
+            runs: 1,
+        }
+    }
+
     #[test]
     fn every_unit_is_measured_or_says_why_not() {
         let pool = ScopedPool::new(1);
-        let peaks = measure_all(
-            &pool,
-            &RealClock::new(),
-            &Err("test".into()),
-            PeakBudget {
-                slice_s: 0.002,
-                runs: 1,
-            },
-        );
+        let peaks = measure_all(&pool, &RealClock::new(), &Err("test".into()), budget());
         assert_eq!(peaks.len(), UNITS.len());
         for p in &peaks {
             match (p.tmacs, &p.skipped) {
@@ -123,10 +163,82 @@ mod tests {
                 _ => panic!("{p:?}"),
             }
         }
-        let amx = peaks.iter().find(|p| p.unit == Unit::AmxInt8).unwrap();
+        let measured = |u: Unit| peaks.iter().any(|p| p.unit == u && p.tmacs.is_some());
+        #[cfg(target_arch = "x86_64")]
         assert!(
-            amx.tmacs.is_none(),
+            !measured(Unit::AmxInt8),
             "AMX must be skipped without the permission"
         );
+        // Plain Advanced SIMD is on every arm64 CPU. What CI's emulated CPUs must offer
+        // (`.ci/run` sets EDGEPLAN_EXPECT_KERNELS): `all` under `-cpu max`, only the
+        // ARMv8.0 units under `-cpu cortex-a53`.
+        #[cfg(target_arch = "aarch64")]
+        {
+            assert!(
+                measured(Unit::NeonFma) && measured(Unit::NeonInt8),
+                "{peaks:?}"
+            );
+            let plain = |u: Unit| matches!(u, Unit::NeonFma | Unit::NeonInt8);
+            match std::env::var("EDGEPLAN_EXPECT_KERNELS")
+                .unwrap_or_default()
+                .as_str()
+            {
+                "all" => assert!(peaks.iter().all(|p| measured(p.unit)), "{peaks:?}"),
+                "neon" => {
+                    for p in &peaks {
+                        assert_eq!(measured(p.unit), plain(p.unit), "{p:?}");
+                    }
+                }
+                _ => {}
+            }
+            if std::env::var_os("EDGEPLAN_EXPECT_KERNELS").is_some() {
+                // CI runs under qemu-user: the figures must say they are not measurements.
+                assert!(
+                    peaks
+                        .iter()
+                        .filter(|p| p.tmacs.is_some())
+                        .all(|p| p.emulated.is_some()),
+                    "{peaks:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn emulated_figures_are_labelled_and_skips_are_not() {
+        let pool = ScopedPool::new(1);
+        let clock = RealClock::new();
+        let amx = Err("test".into());
+        let why = "EDGEPLAN_EMULATED=1".to_string();
+        let peaks = measure_units(UNITS, &pool, &clock, &amx, budget(), Some(why));
+        assert!(peaks.iter().any(|p| p.tmacs.is_some()), "{peaks:?}");
+        for p in &peaks {
+            match &p.emulated {
+                Some(label) => {
+                    assert!(p.tmacs.is_some(), "{p:?}");
+                    assert!(
+                        label.contains("EDGEPLAN_EMULATED=1")
+                            && label.contains("not a measurement")
+                    );
+                }
+                None => assert!(p.tmacs.is_none(), "{p:?}"),
+            }
+        }
+        let real = measure_units(UNITS, &pool, &clock, &amx, budget(), None);
+        assert!(real.iter().all(|p| p.emulated.is_none()));
+    }
+
+    #[test]
+    fn every_vector_kernel_has_a_roofline_here() {
+        for v in crate::kernels::registry::all() {
+            if v.unit != Unit::Scalar {
+                assert!(
+                    UNITS.contains(&v.unit),
+                    "{}: unit {} has no peak loop on this architecture",
+                    v.name,
+                    v.unit.as_str()
+                );
+            }
+        }
     }
 }

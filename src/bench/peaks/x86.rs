@@ -90,7 +90,7 @@ pub fn loop_for(unit: Unit, amx: &Result<(), String>) -> Result<Loop, String> {
                 },
             })
         }
-        Unit::Neon | Unit::Scalar => Err("not a peak".into()),
+        other => Err(format!("{} has no x86 peak loop", other.as_str())),
     }
 }
 
@@ -345,7 +345,7 @@ mod tests {
 
     #[test]
     fn available_loops_run() {
-        for unit in super::super::UNITS {
+        for &unit in super::super::UNITS {
             if let Ok(lp) = loop_for(unit, &Err("no permission in tests".into())) {
                 (lp.run)(10);
                 assert!(lp.macs > 0);

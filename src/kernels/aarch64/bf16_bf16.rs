@@ -26,7 +26,7 @@ use crate::kernels::registry::{KernelFn, Phase, Unit, Variant};
 pub static GEMV_BFDOT: Variant = Variant {
     name: "bf16-gemv-neon-bfdot",
     isa: "bf16",
-    unit: Unit::Neon,
+    unit: Unit::NeonBfdot,
     phases: &[Phase::Decode, Phase::Prefill],
     requires: &[Feature::Neon, Feature::Bf16],
     rank: 20,
@@ -37,7 +37,7 @@ pub static GEMV_BFDOT: Variant = Variant {
 pub static GEMM_BFMMLA: Variant = Variant {
     name: "bf16-gemm-neon-bfmmla",
     isa: "bf16",
-    unit: Unit::Neon,
+    unit: Unit::NeonBfmmla,
     phases: &[Phase::Prefill],
     requires: &[Feature::Neon, Feature::Bf16],
     rank: 30,

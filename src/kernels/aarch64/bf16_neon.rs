@@ -24,7 +24,7 @@ use crate::kernels::registry::{KernelFn, Phase, Unit, Variant};
 pub static GEMV_NEON: Variant = Variant {
     name: "bf16-gemv-neon",
     isa: "neon",
-    unit: Unit::Neon,
+    unit: Unit::NeonFma,
     phases: &[Phase::Decode, Phase::Prefill],
     requires: &[Feature::Neon],
     rank: 10,

@@ -36,7 +36,7 @@ use crate::kernels::weights::GROUP;
 pub static GEMV_BFDOT: Variant = Variant {
     name: "w4a16-gemv-neon-bfdot",
     isa: "bf16",
-    unit: Unit::Neon,
+    unit: Unit::NeonBfdot,
     phases: &[Phase::Decode, Phase::Prefill],
     requires: &[Feature::Neon, Feature::Bf16],
     rank: 20,
@@ -47,7 +47,7 @@ pub static GEMV_BFDOT: Variant = Variant {
 pub static GEMM_BFMMLA: Variant = Variant {
     name: "w4a16-gemm-neon-bfmmla",
     isa: "bf16",
-    unit: Unit::Neon,
+    unit: Unit::NeonBfmmla,
     phases: &[Phase::Prefill],
     requires: &[Feature::Neon, Feature::Bf16],
     rank: 30,

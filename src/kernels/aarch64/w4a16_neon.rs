@@ -28,7 +28,7 @@ use crate::kernels::weights::GROUP;
 pub static GEMV_NEON: Variant = Variant {
     name: "w4a16-gemv-neon",
     isa: "neon",
-    unit: Unit::Neon,
+    unit: Unit::NeonFma,
     phases: &[Phase::Decode, Phase::Prefill],
     requires: &[Feature::Neon],
     rank: 10,

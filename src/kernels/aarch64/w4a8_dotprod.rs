@@ -26,7 +26,7 @@ use crate::kernels::weights::GROUP;
 pub static W4A8_DOTPROD: Variant = Variant {
     name: "w4a8-neon-dotprod",
     isa: "dotprod",
-    unit: Unit::Neon,
+    unit: Unit::NeonDotprod,
     phases: &[Phase::Decode, Phase::Prefill],
     requires: &[Feature::Neon, Feature::Dotprod],
     rank: 20,

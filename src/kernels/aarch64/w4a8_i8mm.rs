@@ -29,7 +29,7 @@ use crate::kernels::weights::GROUP;
 pub static W4A8_I8MM: Variant = Variant {
     name: "w4a8-neon-i8mm",
     isa: "i8mm",
-    unit: Unit::Neon,
+    unit: Unit::NeonI8mm,
     phases: &[Phase::Prefill],
     requires: &[Feature::Neon, Feature::I8mm],
     rank: 30,

@@ -24,7 +24,7 @@ use crate::kernels::weights::GROUP;
 pub static W4A8_NEON: Variant = Variant {
     name: "w4a8-neon",
     isa: "neon",
-    unit: Unit::Neon,
+    unit: Unit::NeonInt8,
     phases: &[Phase::Decode, Phase::Prefill],
     requires: &[Feature::Neon],
     rank: 10,
