@@ -169,25 +169,6 @@ pub enum Unit {
 }
 
 impl Unit {
-    /// Every unit, x86 then arm64 then scalar.
-    pub const ALL: [Unit; 15] = [
-        Unit::AmxInt8,
-        Unit::AmxBf16,
-        Unit::Avx512Vnni,
-        Unit::AvxVnni,
-        Unit::Avx2Int8,
-        Unit::Avx512Bf16,
-        Unit::Avx512Fma,
-        Unit::Avx2Fma,
-        Unit::NeonI8mm,
-        Unit::NeonDotprod,
-        Unit::NeonInt8,
-        Unit::NeonBfmmla,
-        Unit::NeonBfdot,
-        Unit::NeonFma,
-        Unit::Scalar,
-    ];
-
     /// True for the integer (int8 multiply) units, the rooflines of W4A8.
     pub fn is_int8(self) -> bool {
         matches!(
@@ -481,15 +462,34 @@ mod tests {
         }
     }
 
+    /// Every unit, x86 then arm64 then scalar.
+    const UNITS: [Unit; 15] = [
+        Unit::AmxInt8,
+        Unit::AmxBf16,
+        Unit::Avx512Vnni,
+        Unit::AvxVnni,
+        Unit::Avx2Int8,
+        Unit::Avx512Bf16,
+        Unit::Avx512Fma,
+        Unit::Avx2Fma,
+        Unit::NeonI8mm,
+        Unit::NeonDotprod,
+        Unit::NeonInt8,
+        Unit::NeonBfmmla,
+        Unit::NeonBfdot,
+        Unit::NeonFma,
+        Unit::Scalar,
+    ];
+
     #[test]
     fn unit_names_are_the_json_names() {
-        for u in Unit::ALL {
+        for u in UNITS {
             let json = serde_json::to_string(&u).unwrap();
             assert_eq!(json, format!("\"{}\"", u.as_str()), "{u:?}");
         }
-        let mut names: Vec<&str> = Unit::ALL.iter().map(|u| u.as_str()).collect();
+        let mut names: Vec<&str> = UNITS.iter().map(|u| u.as_str()).collect();
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), Unit::ALL.len(), "unit names must be unique");
+        assert_eq!(names.len(), UNITS.len(), "unit names must be unique");
     }
 }

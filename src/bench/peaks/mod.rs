@@ -157,7 +157,6 @@ mod tests {
         let peaks = measure_all(&pool, &RealClock::new(), &Err("test".into()), budget());
         assert_eq!(peaks.len(), UNITS.len());
         for p in &peaks {
-            eprintln!("peak {}: {:?} {:?}", p.unit.as_str(), p.tmacs, p.skipped);
             match (p.tmacs, &p.skipped) {
                 (Some(t), None) => assert!(t > 0.0 && t.is_finite(), "{p:?}"),
                 (None, Some(why)) => assert!(!why.is_empty()),
