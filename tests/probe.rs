@@ -791,6 +791,47 @@ fn real_capture_corpus_matches_its_manifest() {
                     continue;
                 }
                 "htp_arch" => json["android"]["npu"]["htp_arch"].clone(),
+                // The features the profile calls usable, in the profile's (sorted) order.
+                "usable_features" => Value::Array(
+                    json["cpu"]["features"]
+                        .as_object()
+                        .unwrap()
+                        .iter()
+                        .filter(|(_, f)| f["usable"] == Value::Bool(true))
+                        .map(|(n, _)| Value::String(n.clone()))
+                        .collect(),
+                ),
+                "total_bytes" | "available_bytes" => json["memory"][key].clone(),
+                "hypervisor" => json["environment"]["hypervisor"]["detected"].clone(),
+                "warning" => {
+                    let fragment = want.as_str().unwrap();
+                    let warnings = json["warnings"].as_array().cloned().unwrap_or_default();
+                    if !warnings
+                        .iter()
+                        .any(|w| w.as_str().is_some_and(|w| w.contains(fragment)))
+                    {
+                        failures.push(format!("{name}: no warning has {fragment:?}: {warnings:?}"));
+                    }
+                    continue;
+                }
+                // `plan --sysroot` on the tree: the path at speed priority and how it is backed.
+                "plan" | "plan_verified" => {
+                    let out = edgeplan()
+                        .args(["plan", "--format", "json", "--sysroot"])
+                        .arg(&root)
+                        .output()
+                        .unwrap();
+                    if !out.status.success() {
+                        failures.push(format!(
+                            "{name}: plan failed: {}",
+                            String::from_utf8_lossy(&out.stderr)
+                        ));
+                        continue;
+                    }
+                    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+                    let field = if key == "plan" { "name" } else { "verified" };
+                    plan["path"][field].clone()
+                }
                 cpu_key => json["cpu"][cpu_key].clone(),
             };
             let want = serde_json::to_value(want).unwrap();

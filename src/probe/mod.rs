@@ -597,6 +597,16 @@ fn cpu_facts(
             let release = sys.read_line("/proc/sys/kernel/osrelease");
             if let Some(note) = old_kernel_amx(&mut cpu.features, release.as_deref()) {
                 notes.push(note);
+            } else if release.is_none()
+                && cpu
+                    .features
+                    .iter()
+                    .any(|(n, f)| n.starts_with("amx_") && f.cpu)
+            {
+                notes.push(format!(
+                    "{} is missing: the kernel version is unknown, so the amx flags are taken as enabled tile state (a kernel before 5.16 lists them without enabling it); probe the live host to settle it",
+                    sys.shown("/proc/sys/kernel/osrelease")
+                ));
             }
         }
         cpu.sources.insert(
@@ -640,7 +650,9 @@ fn cross_check(cpu: &Cpu, notes: &mut Vec<String>) {
 }
 
 /// Linux before 5.16 could list the `amx_*` flags (names known since 5.9) without
-/// enabling the tile state in XCR0, so under a sysroot those flags do not mean usable.
+/// enabling the tile state in XCR0, so under a sysroot those flags do not mean usable:
+/// the release says the OS did not enable them (`os: false`), which the planner reads as
+/// an OS fact rather than falling back to the flags.
 fn old_kernel_amx(
     features: &mut BTreeMap<String, Feature>,
     osrelease: Option<&str>,
@@ -656,7 +668,9 @@ fn old_kernel_amx(
     }
     let mut hit = false;
     for (name, feature) in features.iter_mut() {
-        if name.starts_with("amx_") && feature.usable {
+        if name.starts_with("amx_") && feature.cpu {
+            // The release is the evidence: such a kernel never sets XCR0's tile bits.
+            feature.os = Some(false);
             feature.usable = false;
             hit = true;
         }
@@ -687,6 +701,8 @@ mod tests {
         let note = old_kernel_amx(&mut f, Some("5.15.0-126-generic")).unwrap();
         assert!(note.contains("5.16"));
         assert!(!f["amx_tile"].usable && f["amx_tile"].cpu && !f["amx_int8"].usable);
+        assert_eq!(f["amx_int8"].os, Some(false), "the release is an OS fact");
+        assert_eq!(f["avx512f"].os, None);
         assert!(f["avx512f"].usable);
         for newer in ["5.16.0", "6.8.0-49-generic", "10.0"] {
             let mut f = fresh();
