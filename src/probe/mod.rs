@@ -608,6 +608,12 @@ fn cpu_facts(
                     sys.shown("/proc/sys/kernel/osrelease")
                 ));
             }
+            if let Some(name) = amx_model_without_amx_flags(&cpu) {
+                notes.push(format!(
+                    "{name} has AMX, but {} lists no amx flags: a hypervisor that hides it or a kernel that did not enable it; AMX is taken as unavailable here",
+                    sys.shown("/proc/cpuinfo")
+                ));
+            }
         }
         cpu.sources.insert(
             "features".into(),
@@ -647,6 +653,34 @@ fn cross_check(cpu: &Cpu, notes: &mut Vec<String>) {
             ));
         }
     }
+}
+
+/// Intel server parts that have AMX, by family 6 model number (the Linux kernel's
+/// `arch/x86/include/asm/intel-family.h`: SAPPHIRERAPIDS_X 0x8F, EMERALDRAPIDS_X 0xCF,
+/// GRANITERAPIDS_X 0xAD, GRANITERAPIDS_D 0xAE).
+const AMX_MODELS: &[(u32, &str)] = &[
+    (0x8F, "Sapphire Rapids"),
+    (0xCF, "Emerald Rapids"),
+    (0xAD, "Granite Rapids"),
+    (0xAE, "Granite Rapids-D"),
+];
+
+/// Under a sysroot: the name of an AMX-capable Intel model whose flags list no AMX (a
+/// guest whose hypervisor hides it, or a kernel that disabled it), so the absence is
+/// explained rather than read as "this CPU has no tiles".
+fn amx_model_without_amx_flags(cpu: &Cpu) -> Option<String> {
+    if cpu.vendor.as_deref() != Some("GenuineIntel") || cpu.has_flag("amx_tile") {
+        return None;
+    }
+    let id = cpu.id.as_ref()?;
+    if id.family != Some(6) {
+        return None;
+    }
+    let model = id.model?;
+    AMX_MODELS
+        .iter()
+        .find(|(m, _)| *m == model)
+        .map(|(_, name)| format!("family 6 model {model} ({name})"))
 }
 
 /// Linux before 5.16 could list the `amx_*` flags (names known since 5.9) without
