@@ -710,7 +710,7 @@ fn old_kernel_amx(
         }
     }
     hit.then(|| {
-        format!("kernel {release} predates Linux 5.16, which first enables AMX tile state: amx flags are listed but not usable")
+        format!("kernel {release} predates Linux 5.16, which first enables AMX tile state upstream: the amx flags are listed but taken as not enabled (os false); a distribution kernel with AMX backported shows it only to a live probe")
     })
 }
 
