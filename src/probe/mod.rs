@@ -110,6 +110,22 @@ pub fn probe(sys: &SysRoot) -> anyhow::Result<Profile> {
         None
     };
     let counts = cpus::read(sys, info.processors, affinity, &cgroup);
+    if arch == Arch::X86_64
+        && counts.sources.get("logical_cpus").map(String::as_str)
+            == Some("/proc/cpuinfo processor entries")
+        && let Some(evidence) = info.missing_blocks()
+    {
+        sys.warn(format!(
+            "{} holds {} `processor` block(s), but {evidence}: a partial copy of the file, CPUs offline, or a container's filtered view (lxcfs); logical_cpus and usable_threads count the blocks present",
+            sys.shown("/proc/cpuinfo"),
+            info.processors
+        ));
+    }
+    if arch == Arch::X86_64
+        && let Some(note) = hybrid_note(sys, &info)
+    {
+        sys.warn(note);
+    }
     cpu.logical_cpus = counts.logical;
     cpu.possible_cpus = counts.possible;
     cpu.cpulists = counts.lists;
@@ -653,6 +669,33 @@ fn cross_check(cpu: &Cpu, notes: &mut Vec<String>) {
             ));
         }
     }
+}
+
+/// A hybrid x86 part (performance + efficiency cores) told by the kernel's per-type PMU
+/// devices, `/sys/devices/cpu_core/cpus` and `/sys/devices/cpu_atom/cpus` (Linux's
+/// `tools/perf/Documentation/intel-hybrid.txt`), or else by `/proc/cpuinfo` packages
+/// whose thread count is uneven across their cores. A note, not a field: the thread
+/// counts stay what they are, and the note says what an even split across both kinds
+/// costs.
+fn hybrid_note(sys: &SysRoot, info: &CpuInfo) -> Option<String> {
+    const COST: &str = "a GEMM split evenly across both kinds waits on the efficiency cores";
+    let core = sys.read_line("/sys/devices/cpu_core/cpus");
+    let atom = sys.read_line("/sys/devices/cpu_atom/cpus");
+    if let (Some(p), Some(e)) = (&core, &atom)
+        && !p.is_empty()
+        && !e.is_empty()
+    {
+        return Some(format!(
+            "hybrid CPU: performance cores on CPUs {p} ({}), efficiency cores on CPUs {e} ({}); {COST}",
+            sys.shown("/sys/devices/cpu_core/cpus"),
+            sys.shown("/sys/devices/cpu_atom/cpus")
+        ));
+    }
+    let (package, threads, cores) = info.uneven_threads()?;
+    Some(format!(
+        "hybrid CPU: package {package} declares {threads} threads on {cores} cores in {} (some cores run two threads, some one: performance cores beside efficiency cores), and no /sys/devices/cpu_core/cpus says which CPUs are which; {COST}",
+        sys.shown("/proc/cpuinfo")
+    ))
 }
 
 /// Intel server parts that have AMX, by family 6 model number (the Linux kernel's
