@@ -69,7 +69,13 @@ fn every_fixture_gives_its_class_and_bf16() {
         assert_eq!(p.supports_bf16, bf16, "{machine}");
         assert_eq!(p.source.as_deref(), Some("sysroot"), "{machine}");
         assert_eq!(p.label.as_deref(), Some(machine));
-        assert!(p.warnings.is_empty(), "{machine}: {:?}", p.warnings);
+        // The one expected warning: the Sapphire Rapids guest whose flags lack AMX.
+        let unexpected: Vec<&String> = p
+            .warnings
+            .iter()
+            .filter(|w| !(machine == "x86-spr-vm-noamx" && w.contains("has AMX, but")))
+            .collect();
+        assert!(unexpected.is_empty(), "{machine}: {:?}", p.warnings);
         // Under a sysroot the OS's word is unknown, and usable follows the kernel's list.
         for (name, f) in &p.cpu.features {
             assert_eq!(f.os, None, "{machine} {name}");
@@ -119,6 +125,15 @@ fn x86_fixture_features() {
         .unwrap();
     assert!(hv.detected);
     assert_eq!(hv.how.as_deref(), Some("hypervisor flag in /proc/cpuinfo"));
+    // A Sapphire Rapids whose flags lack AMX: the absence is explained, not taken as a CPU fact.
+    assert!(
+        vm.warnings
+            .iter()
+            .any(|w| w.contains("model 143 (Sapphire Rapids) has AMX")
+                && w.contains("lists no amx flags")),
+        "{:?}",
+        vm.warnings
+    );
 
     let zen4 = probe("x86-epyc-zen4");
     assert!(avx512.iter().all(|n| usable(&zen4, n)));
@@ -791,6 +806,54 @@ fn real_capture_corpus_matches_its_manifest() {
                     continue;
                 }
                 "htp_arch" => json["android"]["npu"]["htp_arch"].clone(),
+                // The features the profile calls usable, in the profile's (sorted) order.
+                "usable_features" => Value::Array(
+                    json["cpu"]["features"]
+                        .as_object()
+                        .unwrap()
+                        .iter()
+                        .filter(|(_, f)| f["usable"] == Value::Bool(true))
+                        .map(|(n, _)| Value::String(n.clone()))
+                        .collect(),
+                ),
+                "total_bytes" | "available_bytes" => json["memory"][key].clone(),
+                "hypervisor" => json["environment"]["hypervisor"]["detected"].clone(),
+                // One fragment, or a list of them, each in some warning.
+                "warning" => {
+                    let fragments: Vec<&str> = match want.as_array() {
+                        Some(list) => list.iter().filter_map(|f| f.as_str()).collect(),
+                        None => want.as_str().into_iter().collect(),
+                    };
+                    let warnings = json["warnings"].as_array().cloned().unwrap_or_default();
+                    for fragment in fragments {
+                        if !warnings
+                            .iter()
+                            .any(|w| w.as_str().is_some_and(|w| w.contains(fragment)))
+                        {
+                            failures
+                                .push(format!("{name}: no warning has {fragment:?}: {warnings:?}"));
+                        }
+                    }
+                    continue;
+                }
+                // `plan --sysroot` on the tree: the path at speed priority and how it is backed.
+                "plan" | "plan_verified" => {
+                    let out = edgeplan()
+                        .args(["plan", "--format", "json", "--sysroot"])
+                        .arg(&root)
+                        .output()
+                        .unwrap();
+                    if !out.status.success() {
+                        failures.push(format!(
+                            "{name}: plan failed: {}",
+                            String::from_utf8_lossy(&out.stderr)
+                        ));
+                        continue;
+                    }
+                    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+                    let field = if key == "plan" { "name" } else { "verified" };
+                    plan["path"][field].clone()
+                }
                 cpu_key => json["cpu"][cpu_key].clone(),
             };
             let want = serde_json::to_value(want).unwrap();
@@ -1090,4 +1153,49 @@ fn a_fleet_plan_goes_on_past_an_unsupported_architecture() {
         "{stderr}"
     );
     assert!(!stderr.contains("panicked"));
+}
+
+#[test]
+fn hybrid_parts_are_named_from_the_kernels_per_type_cpu_lists() {
+    // A 2 P-core + 8 E-core part as the kernel describes it: uniform-looking cpuinfo
+    // blocks (no siblings lines), and the hybrid PMU devices' cpu lists in sysfs.
+    let dir = tree();
+    let blocks: String = (0..12)
+        .map(|n| {
+            format!("processor\t: {n}\nvendor_id\t: GenuineIntel\nflags\t\t: fpu lm avx avx2\n\n")
+        })
+        .collect();
+    put(dir.path(), "proc/cpuinfo", blocks.as_bytes());
+    put(dir.path(), "sys/devices/system/cpu/online", b"0-11\n");
+    put(dir.path(), "sys/devices/cpu_core/cpus", b"0-3\n");
+    put(dir.path(), "sys/devices/cpu_atom/cpus", b"4-11\n");
+    let json = probe_json(dir.path());
+    let warnings = json["warnings"].to_string();
+    assert!(
+        warnings.contains("hybrid CPU: performance cores on CPUs 0-3")
+            && warnings.contains("efficiency cores on CPUs 4-11"),
+        "{warnings}"
+    );
+    assert_eq!(json["cpu"]["logical_cpus"], 12, "the counts are left alone");
+    // `--dump` keeps the two files, so the replay says the same.
+    let dump = tree();
+    edgeplan()
+        .args(["probe", "--format", "json", "--sysroot"])
+        .arg(dir.path())
+        .arg("--dump")
+        .arg(dump.path())
+        .assert()
+        .success();
+    assert!(
+        probe_json(dump.path())["warnings"]
+            .to_string()
+            .contains("performance cores on CPUs 0-3")
+    );
+    // Without the sysfs lists nothing says hybrid (the blocks are uniform).
+    std::fs::remove_dir_all(dir.path().join("sys/devices/cpu_core")).unwrap();
+    assert!(
+        !probe_json(dir.path())["warnings"]
+            .to_string()
+            .contains("hybrid")
+    );
 }

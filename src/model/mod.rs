@@ -10,7 +10,8 @@
 //! are read through their `text_config`. Which layers slide follows the family's own
 //! rule when the config has no `layer_types`. A malformed field is exit 65 naming it; a
 //! config of an unknown `model_type` that lacks required keys is exit 65 naming every
-//! missing key at once.
+//! missing key at once. Gemma 3n (`gemma3n`, `gemma3n_text`) is exit 65 by name: its
+//! per-layer embeddings, AltUp/LAuReL blocks and cross-layer KV sharing are not modelled.
 
 mod families;
 mod presets;
@@ -149,6 +150,9 @@ const READ_KEYS: &[&str] = &[
     "decoder_sparse_step",
 ];
 
+/// Gemma 3n's wrapper and text model types: refused by name (see `from_config_json`).
+const GEMMA3N_TYPES: &[&str] = &["gemma3n", "gemma3n_text"];
+
 /// Keys with no usable default: an unknown family must state them all.
 const REQUIRED: &[&str] = &[
     "hidden_size",
@@ -225,6 +229,17 @@ impl ModelShape {
             }
             _ => (top, top_type.clone()),
         };
+        // Gemma 3n's decoder is not a stack of plain layers: refused by name rather than
+        // sized wrong (its intermediate_size is even a per-layer list).
+        if let Some(t) = [top_type.as_deref(), model_type.as_deref()]
+            .into_iter()
+            .flatten()
+            .find(|t| GEMMA3N_TYPES.contains(t))
+        {
+            return Err(data_error(format!(
+                "{origin}: Gemma 3n (model_type \"{t}\") is not supported: its per-layer embeddings (a vocab_size_per_layer_input x hidden_size_per_layer_input table for every layer), AltUp and LAuReL blocks, per-layer intermediate sizes and KV cache shared across the last num_kv_shared_layers layers are outside edgeplan's weight and KV formulas"
+            )));
+        }
         let family = model_type.as_deref().and_then(families::family);
 
         // The family's defaults, then the config's own keys over them (a key the config
@@ -1087,6 +1102,14 @@ mod tests {
             (
                 r#"{"hidden_size": 8, "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "vocab_size": 4, "tie_word_embeddings": "yes"}"#,
                 "\"tie_word_embeddings\" must be true or false",
+            ),
+            (
+                r#"{"model_type": "gemma3n", "text_config": {"model_type": "gemma3n_text", "hidden_size": 2048, "intermediate_size": [8192, 8192], "num_hidden_layers": 2}}"#,
+                "Gemma 3n (model_type \"gemma3n\") is not supported: its per-layer embeddings",
+            ),
+            (
+                r#"{"model_type": "gemma3n_text", "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 2, "num_attention_heads": 8, "vocab_size": 262400}"#,
+                "num_kv_shared_layers layers are outside edgeplan's weight and KV formulas",
             ),
             ("[1, 2]", "must be a JSON object"),
             ("{", "not valid JSON"),

@@ -38,6 +38,22 @@ pub struct CpuInfo {
     pub keys: BTreeMap<String, String>,
     /// x86-32 kernels only: the `fdiv_bug`, `f00f_bug`, `hlt_bug` or `coma_bug` line seen.
     pub x86_32_bug_line: Option<String>,
+    /// The highest `processor` number seen.
+    pub max_processor: Option<u32>,
+    /// x86: per `physical id`, the blocks that name it and the `siblings` (threads in the
+    /// package) they declare.
+    pub packages: BTreeMap<u32, PackageThreads>,
+}
+
+/// One x86 package as `/proc/cpuinfo` describes it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PackageThreads {
+    /// `processor` blocks with this `physical id`.
+    pub blocks: u32,
+    /// The package's `siblings` value (its hardware threads), when stated.
+    pub siblings: Option<u32>,
+    /// The package's `cpu cores` value, when stated.
+    pub cores: Option<u32>,
 }
 
 /// One Arm core's `CPU implementer`, `CPU variant` and `CPU part`, lower-case hex.
@@ -125,6 +141,9 @@ impl CpuInfo {
                 "processor" if value.parse::<u32>().is_ok() => {
                     info.processors += 1;
                     info.cores.push(CoreIdentity::default());
+                    let n: u32 = value.parse().unwrap_or(0);
+                    info.max_processor = Some(info.max_processor.map_or(n, |m| m.max(n)));
+                    package = None;
                 }
                 "fdiv_bug" | "f00f_bug" | "hlt_bug" | "coma_bug"
                     if info.x86_32_bug_line.is_none() =>
@@ -171,7 +190,22 @@ impl CpuInfo {
                     }
                 }
                 "Hardware" | "Model" => set_once(&mut info.hardware, value),
-                "physical id" => package = value.parse().ok(),
+                "physical id" => {
+                    package = value.parse().ok();
+                    if let Some(p) = package {
+                        info.packages.entry(p).or_default().blocks += 1;
+                    }
+                }
+                "siblings" => {
+                    if let (Some(p), Ok(n)) = (package, value.parse()) {
+                        info.packages.entry(p).or_default().siblings = Some(n);
+                    }
+                }
+                "cpu cores" => {
+                    if let (Some(p), Ok(n)) = (package, value.parse()) {
+                        info.packages.entry(p).or_default().cores = Some(n);
+                    }
+                }
                 "core id" => {
                     if let (Some(p), Ok(c)) = (package, value.parse()) {
                         cores.insert((p, c));
@@ -195,6 +229,42 @@ impl CpuInfo {
         info.cores
             .retain(|c| c.part.is_some() || c.implementer.is_some());
         info
+    }
+
+    /// x86: why the `processor` blocks look like fewer CPUs than the machine has (a
+    /// partial copy of the file, CPUs offline, or a container's filtered view), or `None`
+    /// when the numbering and every package's `siblings` agree with the blocks present.
+    pub fn missing_blocks(&self) -> Option<String> {
+        let mut evidence = Vec::new();
+        if let Some(max) = self.max_processor
+            && u64::from(max) + 1 > u64::from(self.processors)
+        {
+            evidence.push(format!("they are numbered up to processor {max}"));
+        }
+        for (p, pkg) in &self.packages {
+            if let Some(s) = pkg.siblings
+                && s > pkg.blocks
+            {
+                evidence.push(format!(
+                    "package {p} declares {s} threads (siblings) and has {} of them",
+                    pkg.blocks
+                ));
+            }
+        }
+        (!evidence.is_empty()).then(|| evidence.join("; "))
+    }
+
+    /// x86: a package whose `siblings` (threads) is neither its `cpu cores` nor twice
+    /// that, so some cores run two threads and some one: the mark of a hybrid part
+    /// (performance cores with Hyper-Threading beside efficiency cores). Hybrid parts
+    /// without Hyper-Threading look uniform here and are not seen.
+    pub fn uneven_threads(&self) -> Option<(u32, u32, u32)> {
+        self.packages
+            .iter()
+            .find_map(|(p, pkg)| match (pkg.siblings, pkg.cores) {
+                (Some(t), Some(c)) if c > 0 && t != c && t != 2 * c => Some((*p, t, c)),
+                _ => None,
+            })
     }
 
     /// True when every `processor` block carried its own identity (arm64 kernels, and
@@ -447,6 +517,62 @@ mod tests {
         assert_eq!(info.physical_cores, 0, "no physical id / core id lines");
         let smt = "processor : 0\nphysical id : 0\ncore id : 0\n\nprocessor : 1\nphysical id : 0\ncore id : 0\n\nprocessor : 2\nphysical id : 1\ncore id : 0\n";
         assert_eq!(CpuInfo::parse(smt).physical_cores, 2);
+    }
+
+    #[test]
+    fn missing_blocks_are_told_from_the_numbering_and_siblings() {
+        let block = |n: u32, pkg: u32, siblings: u32| {
+            format!(
+                "processor\t: {n}\nphysical id\t: {pkg}\nsiblings\t: {siblings}\ncore id\t\t: {n}\n\n"
+            )
+        };
+        // Whole: two packages of two threads, numbered 0..3.
+        let whole: String = (0..4).map(|n| block(n, n / 2, 2)).collect();
+        let info = CpuInfo::parse(&whole);
+        assert_eq!(info.max_processor, Some(3));
+        assert_eq!(info.missing_blocks(), None);
+        // The last block of a 224-thread box, as `tail` of the file gives it.
+        let last = CpuInfo::parse(&block(223, 1, 112));
+        let why = last.missing_blocks().unwrap();
+        assert!(why.contains("numbered up to processor 223"), "{why}");
+        assert!(
+            why.contains("package 1 declares 112 threads (siblings) and has 1 of them"),
+            "{why}"
+        );
+        // The first block only (`head`): the numbering is fine, siblings is not.
+        let first = CpuInfo::parse(&block(0, 0, 12));
+        assert_eq!(
+            first.missing_blocks().as_deref(),
+            Some("package 0 declares 12 threads (siblings) and has 1 of them")
+        );
+        // No siblings lines (old kernels, other architectures): nothing to compare.
+        assert_eq!(
+            CpuInfo::parse("processor : 0\n\nprocessor : 1\n").missing_blocks(),
+            None
+        );
+    }
+
+    #[test]
+    fn uneven_threads_per_core_mark_a_hybrid_part() {
+        let pkg = |siblings: u32, cores: u32| {
+            format!(
+                "processor\t: 0\nphysical id\t: 0\nsiblings\t: {siblings}\ncore id\t\t: 0\ncpu cores\t: {cores}\n\n"
+            )
+        };
+        // Core i7-1355U: 2 P-cores with Hyper-Threading + 8 E-cores = 12 threads, 10 cores.
+        assert_eq!(
+            CpuInfo::parse(&pkg(12, 10)).uneven_threads(),
+            Some((0, 12, 10))
+        );
+        // Core i7-12700K: 8 + 4 cores, 20 threads.
+        assert_eq!(
+            CpuInfo::parse(&pkg(20, 12)).uneven_threads(),
+            Some((0, 20, 12))
+        );
+        // Uniform: SMT2 everywhere, or no SMT (which hides a hybrid part without it).
+        assert_eq!(CpuInfo::parse(&pkg(12, 6)).uneven_threads(), None);
+        assert_eq!(CpuInfo::parse(&pkg(8, 8)).uneven_threads(), None);
+        assert_eq!(CpuInfo::parse("processor : 0\n").uneven_threads(), None);
     }
 
     #[test]

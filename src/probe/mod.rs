@@ -110,6 +110,22 @@ pub fn probe(sys: &SysRoot) -> anyhow::Result<Profile> {
         None
     };
     let counts = cpus::read(sys, info.processors, affinity, &cgroup);
+    if arch == Arch::X86_64
+        && counts.sources.get("logical_cpus").map(String::as_str)
+            == Some("/proc/cpuinfo processor entries")
+        && let Some(evidence) = info.missing_blocks()
+    {
+        sys.warn(format!(
+            "{} holds {} `processor` block(s), but {evidence}: a partial copy of the file, CPUs offline, or a container's filtered view (lxcfs); logical_cpus and usable_threads count the blocks present",
+            sys.shown("/proc/cpuinfo"),
+            info.processors
+        ));
+    }
+    if arch == Arch::X86_64
+        && let Some(note) = hybrid_note(sys, &info)
+    {
+        sys.warn(note);
+    }
     cpu.logical_cpus = counts.logical;
     cpu.possible_cpus = counts.possible;
     cpu.cpulists = counts.lists;
@@ -597,6 +613,22 @@ fn cpu_facts(
             let release = sys.read_line("/proc/sys/kernel/osrelease");
             if let Some(note) = old_kernel_amx(&mut cpu.features, release.as_deref()) {
                 notes.push(note);
+            } else if release.is_none()
+                && cpu
+                    .features
+                    .iter()
+                    .any(|(n, f)| n.starts_with("amx_") && f.cpu)
+            {
+                notes.push(format!(
+                    "{} is missing: the kernel version is unknown, so the amx flags are taken as enabled tile state (a kernel before 5.16 lists them without enabling it); probe the live host to settle it",
+                    sys.shown("/proc/sys/kernel/osrelease")
+                ));
+            }
+            if let Some(name) = amx_model_without_amx_flags(&cpu) {
+                notes.push(format!(
+                    "{name} has AMX, but {} lists no amx flags: a hypervisor that hides it or a kernel that did not enable it; AMX is taken as unavailable here",
+                    sys.shown("/proc/cpuinfo")
+                ));
             }
         }
         cpu.sources.insert(
@@ -639,8 +671,65 @@ fn cross_check(cpu: &Cpu, notes: &mut Vec<String>) {
     }
 }
 
+/// A hybrid x86 part (performance + efficiency cores) told by the kernel's per-type PMU
+/// devices, `/sys/devices/cpu_core/cpus` and `/sys/devices/cpu_atom/cpus` (Linux's
+/// `tools/perf/Documentation/intel-hybrid.txt`), or else by `/proc/cpuinfo` packages
+/// whose thread count is uneven across their cores. A note, not a field: the thread
+/// counts stay what they are, and the note says what an even split across both kinds
+/// costs.
+fn hybrid_note(sys: &SysRoot, info: &CpuInfo) -> Option<String> {
+    const COST: &str = "a GEMM split evenly across both kinds waits on the efficiency cores";
+    let core = sys.read_line("/sys/devices/cpu_core/cpus");
+    let atom = sys.read_line("/sys/devices/cpu_atom/cpus");
+    if let (Some(p), Some(e)) = (&core, &atom)
+        && !p.is_empty()
+        && !e.is_empty()
+    {
+        return Some(format!(
+            "hybrid CPU: performance cores on CPUs {p} ({}), efficiency cores on CPUs {e} ({}); {COST}",
+            sys.shown("/sys/devices/cpu_core/cpus"),
+            sys.shown("/sys/devices/cpu_atom/cpus")
+        ));
+    }
+    let (package, threads, cores) = info.uneven_threads()?;
+    Some(format!(
+        "hybrid CPU: package {package} declares {threads} threads on {cores} cores in {} (some cores run two threads, some one: performance cores beside efficiency cores), and no /sys/devices/cpu_core/cpus says which CPUs are which; {COST}",
+        sys.shown("/proc/cpuinfo")
+    ))
+}
+
+/// Intel server parts that have AMX, by family 6 model number (the Linux kernel's
+/// `arch/x86/include/asm/intel-family.h`: SAPPHIRERAPIDS_X 0x8F, EMERALDRAPIDS_X 0xCF,
+/// GRANITERAPIDS_X 0xAD, GRANITERAPIDS_D 0xAE).
+const AMX_MODELS: &[(u32, &str)] = &[
+    (0x8F, "Sapphire Rapids"),
+    (0xCF, "Emerald Rapids"),
+    (0xAD, "Granite Rapids"),
+    (0xAE, "Granite Rapids-D"),
+];
+
+/// Under a sysroot: the name of an AMX-capable Intel model whose flags list no AMX (a
+/// guest whose hypervisor hides it, or a kernel that disabled it), so the absence is
+/// explained rather than read as "this CPU has no tiles".
+fn amx_model_without_amx_flags(cpu: &Cpu) -> Option<String> {
+    if cpu.vendor.as_deref() != Some("GenuineIntel") || cpu.has_flag("amx_tile") {
+        return None;
+    }
+    let id = cpu.id.as_ref()?;
+    if id.family != Some(6) {
+        return None;
+    }
+    let model = id.model?;
+    AMX_MODELS
+        .iter()
+        .find(|(m, _)| *m == model)
+        .map(|(_, name)| format!("family 6 model {model} ({name})"))
+}
+
 /// Linux before 5.16 could list the `amx_*` flags (names known since 5.9) without
-/// enabling the tile state in XCR0, so under a sysroot those flags do not mean usable.
+/// enabling the tile state in XCR0, so under a sysroot those flags do not mean usable:
+/// the release says the OS did not enable them (`os: false`), which the planner reads as
+/// an OS fact rather than falling back to the flags.
 fn old_kernel_amx(
     features: &mut BTreeMap<String, Feature>,
     osrelease: Option<&str>,
@@ -656,13 +745,15 @@ fn old_kernel_amx(
     }
     let mut hit = false;
     for (name, feature) in features.iter_mut() {
-        if name.starts_with("amx_") && feature.usable {
+        if name.starts_with("amx_") && feature.cpu {
+            // The release is the evidence: such a kernel never sets XCR0's tile bits.
+            feature.os = Some(false);
             feature.usable = false;
             hit = true;
         }
     }
     hit.then(|| {
-        format!("kernel {release} predates Linux 5.16, which first enables AMX tile state: amx flags are listed but not usable")
+        format!("kernel {release} predates Linux 5.16, which first enables AMX tile state upstream: the amx flags are listed but taken as not enabled (os false); a distribution kernel with AMX backported shows it only to a live probe")
     })
 }
 
@@ -687,6 +778,8 @@ mod tests {
         let note = old_kernel_amx(&mut f, Some("5.15.0-126-generic")).unwrap();
         assert!(note.contains("5.16"));
         assert!(!f["amx_tile"].usable && f["amx_tile"].cpu && !f["amx_int8"].usable);
+        assert_eq!(f["amx_int8"].os, Some(false), "the release is an OS fact");
+        assert_eq!(f["avx512f"].os, None);
         assert!(f["avx512f"].usable);
         for newer in ["5.16.0", "6.8.0-49-generic", "10.0"] {
             let mut f = fresh();
