@@ -451,6 +451,19 @@ pub fn x86_amx_int8_usable(profile: &Profile) -> bool {
     profile.hardware_class == HardwareClass::X86Cpu && amx_int8_usable(profile, "").0
 }
 
+/// Where the AMX facts came from, for the trace: a live probe reads CPUID, XCR0 and the
+/// tile permission; a captured tree has only the cpuinfo flags, and its `os` verdict can
+/// only come from the kernel release (a kernel before 5.16 never enables the tile state).
+fn amx_fact_labels(profile: &Profile) -> (String, String) {
+    match profile.cpu.sources.get("features") {
+        Some(src) if !src.starts_with("cpuid") => (
+            src.split(" (").next().unwrap_or(src).to_string(),
+            "kernel release in /proc/sys/kernel/osrelease (before 5.16: no tile state)".into(),
+        ),
+        _ => ("CPUID".into(), "XCR0 + arch_prctl tile permission".into()),
+    }
+}
+
 /// Whether the W4A8 AMX kernel can run: AMX-INT8 usable, or (without OS facts) the flags.
 fn amx_int8_usable(profile: &Profile, origin: &str) -> (bool, Step) {
     let flags_tile = profile.cpu.has_flag("amx_tile");
@@ -458,18 +471,19 @@ fn amx_int8_usable(profile: &Profile, origin: &str) -> (bool, Step) {
     let flags_bf16 = profile.cpu.has_flag("amx_bf16");
     let feature = profile.cpu.features.get("amx_int8");
     let rule = "amx_int8_usable".to_string();
+    let (cpu_label, os_label) = amx_fact_labels(profile);
     match feature {
         Some(f) if f.os.is_some() => {
             let facts = vec![
                 fact(
                     "cpu.features.amx_int8.cpu",
                     json!(f.cpu),
-                    format!("CPUID ({origin})"),
+                    format!("{cpu_label} ({origin})"),
                 ),
                 fact(
                     "cpu.features.amx_int8.os",
                     json!(f.os),
-                    format!("XCR0 + arch_prctl tile permission ({origin})"),
+                    format!("{os_label} ({origin})"),
                 ),
                 fact(
                     "cpu.features.amx_int8.usable",
@@ -606,6 +620,44 @@ mod tests {
             plan.explain[1].outcome.contains("would have said yes"),
             "{:?}",
             plan.explain[1]
+        );
+    }
+
+    #[test]
+    fn the_trace_names_where_the_amx_facts_came_from() {
+        let off = Feature {
+            cpu: true,
+            os: Some(false),
+            usable: false,
+        };
+        let label = |p: &Profile| {
+            let plan = decide(p, Priority::Speed, &Catalog::builtin());
+            let step = plan
+                .explain
+                .iter()
+                .find(|s| s.rule == "amx_int8_usable")
+                .expect("an AMX step");
+            (step.facts[0].source.clone(), step.facts[1].source.clone())
+        };
+        // A live probe (no source recorded, or CPUID's): CPUID and XCR0.
+        let mut live = x86(&AMX_FLAGS, Some(off.clone()));
+        assert!(label(&live).0.starts_with("CPUID"), "{:?}", label(&live));
+        live.cpu.sources.insert(
+            "features".into(),
+            "cpuid + xgetbv (XCR0) + arch_prctl(ARCH_REQ_XCOMP_PERM) + cpuid 0x1D".into(),
+        );
+        assert!(label(&live).1.starts_with("XCR0"), "{:?}", label(&live));
+        // A captured tree with a pre-5.16 kernel: the flags and the kernel release.
+        let mut tree = x86(&AMX_FLAGS, Some(off));
+        tree.cpu.sources.insert(
+            "features".into(),
+            "/proc/cpuinfo flags (the kernel lists only what it enabled; os unknown)".into(),
+        );
+        let (cpu, os) = label(&tree);
+        assert!(cpu.starts_with("/proc/cpuinfo flags ("), "{cpu}");
+        assert!(
+            os.starts_with("kernel release in /proc/sys/kernel/osrelease"),
+            "{os}"
         );
     }
 
