@@ -5,13 +5,12 @@
 //! L3 (filled with non-zero data, so no page is the shared zero page). The share is read
 //! as [`STREAMS`] concurrent streams: split into that many equal parts, visited in turn
 //! [`BLOCK_WORDS`] words (1 KiB) at a time, each block summed with the host's widest
-//! loads (32-byte AVX2 loads and four accumulators on x86-64). Several streams per
-//! thread is what the GEMV kernels present to the prefetchers (they walk the weights of
-//! several panels and the scales beside them); a single stream per thread read 8-16 %
-//! less on a Zen 4 VM, under the decode kernels' own rate, which made decode read "over
-//! 100 %" of the roofline (docs/performance.md has the figures). The roofline is the best
-//! repeat (noise only ever slows a read down, as STREAM reports it); the median and min
-//! are kept too.
+//! loads (32-byte AVX2 loads and four accumulators on x86-64). With one stream per thread
+//! the same loop read 8-14 % less on a Zen 4 VM, less than the decode GEMVs themselves
+//! streamed (decode read 107-117 % of it); with 4-8 streams it reads as fast as the
+//! hardware lets, and the GEMVs sit at 94-101 % of it (docs/performance.md has the
+//! figures). The roofline is the best repeat (noise only ever slows a read down, as
+//! STREAM reports it); the median and min are kept too.
 
 use std::hint::black_box;
 
