@@ -8,8 +8,8 @@
 # Covered: probe --sysroot (json, table) for every sysroot; plan in every format and both
 # priorities, --explain, and --model fits for every fixture profile; the fleet view; check
 # over the manifest; bench --format json (and table, --save, --list-kernels, --strict)
-# under the fake executor. The one figure that depends on the run (the bench's peak RSS)
-# is blanked.
+# under the fake executor. The figures that depend on the run (the bench's peak RSS, the
+# age of saved measurements) are blanked.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/golden.sh DIR}
@@ -17,13 +17,18 @@ bin=${BIN:-target/debug/edgeplan}
 mkdir -p "$out"
 n=0
 
+# The fake bench's `measured_at` is pinned; the age `plan` shows for saved measurements
+# depends on today's date, so it is blanked.
+export SOURCE_DATE_EPOCH=1796083200
+blank_age() { sed -E 's/"age_s": ?-?[0-9]+/"age_s": 0/g; s/\([0-9]+ (s|min|h|days) (ago|in the future)\)/(AGE)/g'; }
+
 # run NAME ARGS...: one case; env vars may precede via `env`.
 run() {
   local name=$1
   shift
   n=$((n + 1))
-  "$@" >"$out/$name.out" 2>"$out/$name.err"
-  echo $? >"$out/$name.rc"
+  "$@" 2>"$out/$name.err" | blank_age >"$out/$name.out"
+  echo "${PIPESTATUS[0]}" >"$out/$name.rc"
 }
 
 for s in fixtures/sysroots/*/; do

@@ -6,7 +6,8 @@
 //! [`error::Exit`]. Below the commands: `probe` (a [`profile::Profile`] from the host or a
 //! captured tree), `plan` (the pure decision over the catalog, the memory fit, rendering),
 //! `bench` (the kernels timed in stages against the plan under test), `kernels`, `model`,
-//! `output` (tables, JSON, number formatting), `profile`, `arch` and `error`.
+//! `output` (tables, JSON, number formatting), `profile`, `timestamp` (RFC 3339 dates of
+//! saved measurements), `arch` and `error`.
 //!
 //! The rules (docs/architecture.md; `tests/architecture.rs` checks the first four):
 //! - `plan` never imports `bench` and `bench` never imports `plan`; they meet in
@@ -31,6 +32,7 @@ pub(crate) mod model;
 pub(crate) mod output;
 pub(crate) mod plan;
 pub(crate) mod probe;
+pub(crate) mod timestamp;
 
 /// Runs one parsed command line to its exit code: `cli::resolve` into the command's
 /// request, then the command.

@@ -138,6 +138,17 @@ pub struct BenchRun {
     /// `real`, or `fake` for the simulated test executor (not measurements).
     #[serde(default)]
     pub executor: Option<String>,
+    /// When the run started, RFC 3339 UTC (`2026-12-01T03:20:00Z`); absent in profiles
+    /// saved before edgeplan recorded it.
+    #[serde(default)]
+    pub measured_at: Option<String>,
+    /// The edgeplan that measured (name and version).
+    #[serde(default)]
+    pub tool: Option<Tool>,
+    /// The host the figures came from (always the host bench ran on, whatever device
+    /// the rest of the profile describes).
+    #[serde(default)]
+    pub host: Option<BenchHost>,
     #[serde(default)]
     pub model: Option<BenchModel>,
     #[serde(default)]
@@ -151,6 +162,14 @@ pub struct BenchRun {
     pub fidelity: Vec<BenchFidelity>,
     #[serde(default)]
     pub verdict: Option<BenchVerdict>,
+}
+
+/// The host a bench run measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BenchHost {
+    /// The CPU model name (`/proc/cpuinfo` `model name`, or CPUID's brand string).
+    #[serde(default)]
+    pub cpu_model: Option<String>,
 }
 
 /// The model a bench run used.
@@ -263,6 +282,16 @@ impl BenchRun {
     /// The model's name, when saved.
     pub fn model_name(&self) -> Option<&str> {
         self.model.as_ref().and_then(|m| m.name.as_deref())
+    }
+
+    /// The measuring host's CPU model, when saved.
+    pub fn host_cpu(&self) -> Option<&str> {
+        self.host.as_ref().and_then(|h| h.cpu_model.as_deref())
+    }
+
+    /// The measuring edgeplan's version, when saved.
+    pub fn version(&self) -> Option<&str> {
+        self.tool.as_ref().map(|t| t.version.as_str())
     }
 }
 
@@ -702,6 +731,8 @@ mod tests {
         // The whole bench report, as `bench --save` wrote it before the typed form.
         let m = serde_json::json!({"bench": {
             "schema_version": 1, "quick": true, "peaks": [],
+            "tool": {"name": "edgeplan", "version": "0.1.0"},
+            "host": {"cpu_model": "AMD EPYC", "logical_cpus": 2, "l3_bytes": 33554432},
             "model": {"name": "qwen3-1.7b", "layers": 28}, "threads": 2, "memory_bandwidth_gbps": 27.5,
             "results": [
                 {"path": "w4a8", "phase": "decode", "kernel": "w4a8-avx2", "step_ms": 50.0, "tokens_per_s": 20.0},
@@ -733,11 +764,16 @@ mod tests {
         assert!(v.reason.as_deref().unwrap().contains("fastest decode"));
         assert_eq!(s.model_name(), Some("qwen3-1.7b"));
         assert_eq!(s.memory_bandwidth_gbps, Some(27.5));
+        // The report's own host and tool read as the saved ones; it had no timestamp.
+        assert_eq!(s.host_cpu(), Some("AMD EPYC"));
+        assert_eq!(s.version(), Some("0.1.0"));
+        assert_eq!(s.measured_at, None);
         // Written back, only the typed subset remains, and it reads the same.
         let text = serde_json::to_string(&p).unwrap();
         let again = Profile::from_json(&text, "again").unwrap();
         assert_eq!(again.measurements, p.measurements);
         assert!(!text.contains("\"layers\""), "{text}");
+        assert!(!text.contains("\"l3_bytes\""), "{text}");
     }
     use crate::error::{Exit, exit_for};
 

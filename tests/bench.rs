@@ -346,6 +346,35 @@ fn save_writes_measurements_into_a_profile_copy() {
 }
 
 #[test]
+fn the_fake_executor_takes_its_date_from_source_date_epoch() {
+    let run = |epoch: &str| {
+        fake_bench("fake")
+            .env("SOURCE_DATE_EPOCH", epoch)
+            .arg("--model-config")
+            .arg(fixture(TINY))
+            .arg("--profile")
+            .arg(fixture(HOST))
+            .args(["--format", "json"])
+            .output()
+            .unwrap()
+    };
+    let out = run("1234567890");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["measured_at"], "2009-02-13T23:31:30Z");
+    assert_eq!(v["tool"]["version"], env!("CARGO_PKG_VERSION"));
+    let out = run("soon");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("SOURCE_DATE_EPOCH=soon"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
 fn list_kernels_names_every_variant() {
     let out = edgeplan()
         .args(["bench", "--list-kernels", "--profile"])

@@ -198,6 +198,7 @@ fn a_profile_saved_by_bench_plans_with_its_measurements() {
     let saved = dir.path().join("measured.json");
     edgeplan()
         .env("EDGEPLAN_BENCH_EXECUTOR", "fake-slow-w4a8")
+        .env_remove("SOURCE_DATE_EPOCH")
         .args(["bench", "--quick", "--model-config"])
         .arg(fixture("bench/tiny-config.json"))
         .arg("--profile")
@@ -209,6 +210,19 @@ fn a_profile_saved_by_bench_plans_with_its_measurements() {
         .success();
     let fresh = plan_json(&saved, &[]);
     let kept = plan_json(&fixture(CONTRADICTED), &[]);
+    // When, on what and by which edgeplan: the run is seconds old (the clock is real).
+    let m = &fresh["measured"];
+    let at = m["measured_at"].as_str().unwrap();
+    assert!(at.len() == 20 && at.ends_with('Z'), "{at}");
+    let age = m["age_s"].as_i64().unwrap();
+    assert!((0..3600).contains(&age), "{age}");
+    assert_eq!(m["edgeplan_version"], env!("CARGO_PKG_VERSION"));
+    let saved_profile: Value =
+        serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let bench = &saved_profile["measurements"]["bench"];
+    assert_eq!(bench["measured_at"], at);
+    assert_eq!(bench["tool"]["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(m["host_cpu"], bench["host"]["cpu_model"]);
     assert_eq!(fresh["path"]["name"], "w4a8-amx");
     for key in [
         "bench_planned",
@@ -244,12 +258,27 @@ fn a_real_confirming_bench_run_makes_the_plan_measured() {
     let text = std::fs::read_to_string(fixture(CONFIRMED)).unwrap();
     let mut value: Value = serde_json::from_str(&text).unwrap();
     value["measurements"]["bench"]["executor"] = "real".into();
+    value["measurements"]["bench"]["host"]["cpu_model"] = value["cpu"]["model_name"].clone();
     let file = dir.path().join("real.json");
     std::fs::write(&file, value.to_string()).unwrap();
     let plan = plan_json(&file, &[]);
     assert_eq!(plan["path"]["verified"], "measured", "{plan:#}");
+    assert_eq!(plan["measured"]["host_matches_profile"], true);
     let basis = plan["path"]["verified_basis"].as_str().unwrap();
     assert!(basis.contains("bench --save"), "{basis}");
+    assert!(basis.contains("measured 2026-12-01T00:00:00Z ("), "{basis}");
+    // A real run on another CPU measured that CPU, not this device.
+    value["measurements"]["bench"]["host"]["cpu_model"] = "Some Other CPU".into();
+    std::fs::write(&file, value.to_string()).unwrap();
+    let plan = plan_json(&file, &[]);
+    assert_eq!(plan["measured"]["host_matches_profile"], false);
+    assert_eq!(plan["measured"]["confirms_plan"], true);
+    assert_ne!(plan["path"]["verified"], "measured", "{plan:#}");
+    let reason = plan["measured"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("the run measured Some Other CPU, not the CPU this profile describes"),
+        "{reason}"
+    );
     // A contradicting run never makes a plan measured.
     let text = std::fs::read_to_string(fixture(CONTRADICTED)).unwrap();
     let mut value: Value = serde_json::from_str(&text).unwrap();

@@ -24,6 +24,26 @@ pub trait Clock {
     }
 }
 
+/// The variable that pins the fake executor's `measured_at`: reproducible-builds.org's
+/// `SOURCE_DATE_EPOCH`, seconds since the Unix epoch.
+pub const SOURCE_DATE_EPOCH: &str = "SOURCE_DATE_EPOCH";
+
+/// When a run starts, in seconds since the Unix epoch (the report's `measured_at`):
+/// `now`, except that the fake executor takes `source_date_epoch` when it is given, so
+/// the profiles it saves reproduce byte for byte. A real run never does: a build shell
+/// that exports the variable (Nix does) must not backdate a measurement. A value that is
+/// not a whole number of seconds is an error naming the variable.
+pub fn run_start(fake: bool, now: i64, source_date_epoch: Option<&str>) -> anyhow::Result<i64> {
+    match source_date_epoch.filter(|_| fake) {
+        None => Ok(now),
+        Some(v) => v.trim().parse::<i64>().map_err(|_| {
+            crate::error::usage(format!(
+                "{SOURCE_DATE_EPOCH}={v}: not a whole number of seconds since 1970-01-01"
+            ))
+        }),
+    }
+}
+
 /// The wall clock.
 #[derive(Debug)]
 pub struct RealClock {
@@ -135,6 +155,29 @@ pub struct PeakBudget {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_fake_executor_takes_source_date_epoch() {
+        assert_eq!(
+            run_start(false, 1_800_000_000, None).unwrap(),
+            1_800_000_000
+        );
+        assert_eq!(
+            run_start(false, 1_800_000_000, Some("315532800")).unwrap(),
+            1_800_000_000
+        );
+        assert_eq!(run_start(true, 1_800_000_000, None).unwrap(), 1_800_000_000);
+        assert_eq!(
+            run_start(true, 1_800_000_000, Some("1796083200")).unwrap(),
+            1_796_083_200
+        );
+        let err = run_start(true, 0, Some("yesterday")).unwrap_err();
+        assert!(
+            err.to_string().contains("SOURCE_DATE_EPOCH=yesterday"),
+            "{err}"
+        );
+        assert_eq!(crate::error::exit_for(&err), crate::error::Exit::Usage);
+    }
 
     #[test]
     fn fake_clock_makes_every_interval_one_step() {

@@ -35,6 +35,8 @@ pub struct Inputs<'a> {
     pub threads: usize,
     /// Why the thread count differs from the profile's, if it does.
     pub thread_note: Option<String>,
+    /// When the run started, in seconds since the Unix epoch (the report's `measured_at`).
+    pub started_unix: i64,
 }
 
 /// What a run produced.
@@ -423,6 +425,7 @@ fn assemble(
         schema_version: report::SCHEMA_VERSION,
         tool: Tool::this(),
         executor: executor.to_string(),
+        measured_at: crate::timestamp::format_rfc3339(inputs.started_unix),
         host: Host {
             cpu_model: inputs.host_cpu.clone(),
             logical_cpus: match inputs.other_device {

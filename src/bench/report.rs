@@ -24,6 +24,8 @@ pub struct BenchReport {
     pub tool: Tool,
     /// `real`, or `fake` when the test executor produced the figures (never a measurement).
     pub executor: String,
+    /// When the run started, RFC 3339 UTC (`2026-12-01T03:20:00Z`).
+    pub measured_at: String,
     pub host: Host,
     pub model: ModelInfo,
     pub threads: usize,
@@ -112,6 +114,14 @@ impl BenchReport {
             if self.quick { ", quick" } else { "" },
             output::bytes(self.host.l3_bytes),
             self.host.l3_source
+        );
+        let _ = writeln!(
+            out,
+            "host: {}, run started {}, {} {}",
+            self.host.cpu_model.as_deref().unwrap_or("unknown CPU"),
+            self.measured_at,
+            self.tool.name,
+            self.tool.version
         );
         if self.executor != "real" {
             let _ = writeln!(

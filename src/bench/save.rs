@@ -3,13 +3,14 @@
 //! catalog's.
 //!
 //! The saved `measurements.bench` object keeps the report's own keys for what a plan
-//! reads (model, executor, threads, bandwidth, one row per path and phase, fidelity,
-//! the verdict), so it is a subset of `bench --format json`; docs/measurements.md has
-//! the shape.
+//! reads (when and by which edgeplan on which host CPU, model, executor, threads,
+//! bandwidth, one row per path and phase, fidelity, the verdict), so it is a subset of
+//! `bench --format json`; docs/measurements.md has the shape.
 
 use super::report::BenchReport;
 use crate::profile::{
-    BenchFastest, BenchFidelity, BenchModel, BenchRow, BenchRun, BenchVerdict, Measurements,
+    BenchFastest, BenchFidelity, BenchHost, BenchModel, BenchRow, BenchRun, BenchVerdict,
+    Measurements,
 };
 
 /// The measurements a saved profile carries for `report`.
@@ -18,6 +19,11 @@ pub fn measurements(report: &BenchReport) -> Measurements {
     Measurements {
         bench: BenchRun {
             executor: Some(report.executor.clone()),
+            measured_at: Some(report.measured_at.clone()),
+            tool: Some(report.tool.clone()),
+            host: Some(BenchHost {
+                cpu_model: report.host.cpu_model.clone(),
+            }),
             model: Some(BenchModel {
                 name: Some(report.model.name.clone()),
             }),

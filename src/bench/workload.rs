@@ -152,6 +152,14 @@ impl Workload {
 
     /// The decode rotation: all layers (quick: at most 4), and more copies when needed
     /// so the working set is at least twice the L3.
+    ///
+    /// The rule: a weight byte is read again only after at least 2 x L3 of other bytes
+    /// have been read, so none of it can still be cached when it comes round. An LRU
+    /// cache already misses at 1 x; the factor 2 covers other replacement policies and
+    /// the private L2s (an AMD L3 is their victim cache: on the Zen 4 VM, 32 MiB L3 plus
+    /// 2 x 1 MiB L2 is under the 64 MiB floor). Measured there: bf16 decode at 30 x the
+    /// L3 and int4 at 8 x read the same share of the bandwidth probe, so the rotation
+    /// is not hitting a cache (docs/performance.md).
     pub fn decode_plan(&self, path: KernelPath, l3_bytes: u64, effort: Effort) -> DecodePlan {
         let layer = self.layer_bytes(path).max(1);
         let head = self.lm_head.bytes(path);

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::bench::backend::{Backend, KernelPath};
-use crate::bench::clock::{Clock, FakeClock, RealClock};
+use crate::bench::clock::{self, Clock, FakeClock, RealClock};
 use crate::bench::fake::FakeBackend;
 use crate::bench::kernels_backend::KernelsBackend;
 use crate::bench::request::{BenchRequest, ModelSpec, resolve_threads};
@@ -59,6 +59,11 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<Exit> {
     let (threads, thread_note) =
         resolve_threads(req.threads, profile.cpu.usable_threads, host_cpus)?;
     let (host_cpu, other_device) = compare_with_host(&profile, &source);
+    let started_unix = clock::run_start(
+        matches!(cmd.executor, Executor::Fake(_)),
+        crate::timestamp::now_unix(),
+        std::env::var(clock::SOURCE_DATE_EPOCH).ok().as_deref(),
+    )?;
     let inputs = Inputs {
         request: req,
         profile: &profile,
@@ -68,6 +73,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<Exit> {
         workload: &workload,
         threads,
         thread_note,
+        started_unix,
     };
     let outcome = match cmd.executor {
         Executor::Fake(slow) => {

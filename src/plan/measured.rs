@@ -28,22 +28,44 @@ pub fn attach(profile: &Profile, plan: &mut Plan, catalog: &Catalog) {
     let bench_path = catalog
         .get(&plan.path.name)
         .and_then(|spec| spec.bench_path.as_deref());
-    let measured = measured_for(&m.bench, bench_path, plan);
+    let context = Context {
+        now_unix: crate::timestamp::now_unix(),
+        profile_cpu: profile.cpu.model_name.as_deref(),
+    };
+    let measured = measured_for(&m.bench, bench_path, plan, &context);
     plan.explain.push(step(&measured, plan));
-    // A real bench run on this device that confirms this plan measured this exact path.
-    if measured.confirms_plan && m.bench.executor.as_deref() != Some("fake") {
+    // A real bench run on this device that confirms this plan measured this exact path
+    // (a run on another CPU measured that CPU, not this device).
+    if measured.confirms_plan
+        && m.bench.executor.as_deref() != Some("fake")
+        && measured.host_matches_profile != Some(false)
+    {
         plan.path.verified = Verified::Measured;
         plan.path.verified_basis = format!(
-            "measured on this device by the saved bench run ({}): {}",
-            SOURCE, measured.reason
+            "measured on this device by the saved bench run ({}; {}): {}",
+            SOURCE,
+            provenance(&measured),
+            measured.reason
         );
     }
     plan.measured = Some(measured);
 }
 
+/// What the `measured` object is judged against besides the run: the time now (for the
+/// run's age) and the CPU the profile describes (to tell whether the run measured it).
+pub struct Context<'a> {
+    pub now_unix: i64,
+    pub profile_cpu: Option<&'a str>,
+}
+
 /// The `measured` object for `plan` from a saved bench run; `bench_path` is the bench
 /// path that measures the plan's path (the catalog's `bench_path`).
-pub fn measured_for(run: &BenchRun, bench_path: Option<&str>, plan: &Plan) -> Measured {
+pub fn measured_for(
+    run: &BenchRun,
+    bench_path: Option<&str>,
+    plan: &Plan,
+    context: &Context<'_>,
+) -> Measured {
     let name = plan.path.name.as_str();
     let priority = plan.priority.as_str();
     let saved = run.verdict.clone().unwrap_or(crate::profile::BenchVerdict {
@@ -90,8 +112,28 @@ pub fn measured_for(run: &BenchRun, bench_path: Option<&str>, plan: &Plan) -> Me
             verdict.unwrap_or("missing")
         )
     };
+    let host_matches_profile = match (run.host_cpu(), context.profile_cpu) {
+        (Some(host), Some(profile)) => Some(host.trim() == profile.trim()),
+        _ => None,
+    };
+    let reason = match (host_matches_profile, run.host_cpu(), context.profile_cpu) {
+        (Some(false), Some(host), Some(profile)) => format!(
+            "{reason}; the run measured {host}, not the CPU this profile describes ({profile}), so the figures are that host's"
+        ),
+        _ => reason,
+    };
+    let age_s = run
+        .measured_at
+        .as_deref()
+        .and_then(crate::timestamp::parse_rfc3339)
+        .map(|at| context.now_unix - at);
     Measured {
         executor: run.executor.clone(),
+        measured_at: run.measured_at.clone(),
+        age_s,
+        edgeplan_version: run.version().map(str::to_owned),
+        host_cpu: run.host_cpu().map(str::to_owned),
+        host_matches_profile,
         model: run.model_name().map(str::to_owned),
         threads: run.threads,
         memory_bandwidth_gbps: run.memory_bandwidth_gbps,
@@ -108,12 +150,45 @@ pub fn measured_for(run: &BenchRun, bench_path: Option<&str>, plan: &Plan) -> Me
     }
 }
 
+/// When, where and by what the figures were measured, in words:
+/// `measured 2026-12-01T03:20:00Z (3 days ago) on AMD EPYC 9R14 by edgeplan 0.1.0`.
+pub fn provenance(m: &Measured) -> String {
+    let when = match (&m.measured_at, m.age_s) {
+        (Some(at), Some(age)) => format!("{at} ({})", crate::timestamp::human_age(age)),
+        (Some(at), None) => format!("{at} (not a readable RFC 3339 time)"),
+        (None, _) => "at an unknown time (not saved)".into(),
+    };
+    let cpu = m.host_cpu.as_deref().unwrap_or("an unknown CPU");
+    let version = m
+        .edgeplan_version
+        .as_deref()
+        .map_or("an unknown edgeplan version".into(), |v| {
+            format!("edgeplan {v}")
+        });
+    format!("measured {when} on {cpu} by {version}")
+}
+
 /// The `--explain` step: the figures used, and whether they confirm the catalog's basis.
 fn step(m: &Measured, plan: &Plan) -> Step {
     let mut facts = vec![
         Fact {
             field: "measurements.bench.executor".into(),
             value: json!(m.executor),
+            source: SOURCE.into(),
+        },
+        Fact {
+            field: "measurements.bench.measured_at".into(),
+            value: json!({"measured_at": m.measured_at, "age_s": m.age_s}),
+            source: SOURCE.into(),
+        },
+        Fact {
+            field: "measurements.bench.host.cpu_model".into(),
+            value: json!(m.host_cpu),
+            source: SOURCE.into(),
+        },
+        Fact {
+            field: "measurements.bench.tool.version".into(),
+            value: json!(m.edgeplan_version),
             source: SOURCE.into(),
         },
         Fact {
@@ -149,6 +224,8 @@ fn step(m: &Measured, plan: &Plan) -> Step {
     if m.executor.as_deref() == Some("fake") {
         outcome.push_str(" (figures from the simulated test executor, not measurements)");
     }
+    outcome.push_str("; ");
+    outcome.push_str(&provenance(m));
     if m.applies && !m.contradicts_plan && plan.path.verified == Verified::Measured {
         outcome.push_str("; the catalog's basis (measured on this class of hardware) stands");
     }
@@ -170,7 +247,9 @@ mod tests {
     use super::*;
     use crate::plan::rules::decide;
     use crate::plan::schema::Priority;
-    use crate::profile::{BenchFastest, BenchFidelity, BenchModel, BenchRow, BenchVerdict};
+    use crate::profile::{
+        BenchFastest, BenchFidelity, BenchHost, BenchModel, BenchRow, BenchVerdict,
+    };
 
     fn amx_plan(priority: Priority) -> Plan {
         let profile = Profile::from_json(
@@ -199,6 +278,14 @@ mod tests {
                 name: Some("m".into()),
             }),
             executor: Some("real".into()),
+            measured_at: Some("2026-12-01T00:00:00Z".into()),
+            tool: Some(crate::profile::Tool {
+                name: "edgeplan".into(),
+                version: "0.1.0".into(),
+            }),
+            host: Some(BenchHost {
+                cpu_model: Some("AMD EPYC 9R14".into()),
+            }),
             threads: Some(2),
             memory_bandwidth_gbps: Some(20.0),
             results: vec![
@@ -228,8 +315,89 @@ mod tests {
         Catalog::builtin().get(&plan.path.name)?.bench_path.clone()
     }
 
+    /// 2026-12-03T12:00:00Z: two and a half days after [`summary`]'s run.
+    const NOW: i64 = 1_796_083_200 + 2 * 86_400 + 12 * 3600;
+
     fn measured_for_plan(run: &BenchRun, plan: &Plan) -> Measured {
-        measured_for(run, bench_path(plan).as_deref(), plan)
+        let context = Context {
+            now_unix: NOW,
+            profile_cpu: Some("AMD EPYC 9R14"),
+        };
+        measured_for(run, bench_path(plan).as_deref(), plan, &context)
+    }
+
+    #[test]
+    fn the_age_host_and_version_are_shown() {
+        let plan = amx_plan(Priority::Speed);
+        let m = measured_for_plan(&summary("w4a8-amx", "speed", "confirmed"), &plan);
+        assert_eq!(m.measured_at.as_deref(), Some("2026-12-01T00:00:00Z"));
+        assert_eq!(m.age_s, Some(2 * 86_400 + 12 * 3600));
+        assert_eq!(m.host_cpu.as_deref(), Some("AMD EPYC 9R14"));
+        assert_eq!(m.edgeplan_version.as_deref(), Some("0.1.0"));
+        assert_eq!(m.host_matches_profile, Some(true));
+        assert_eq!(
+            provenance(&m),
+            "measured 2026-12-01T00:00:00Z (2 days ago) on AMD EPYC 9R14 by edgeplan 0.1.0"
+        );
+        let s = step(&m, &plan);
+        assert!(s.outcome.ends_with(&provenance(&m)), "{}", s.outcome);
+        let fact = |name: &str| {
+            s.facts
+                .iter()
+                .find(|f| f.field == name)
+                .map(|f| f.value.clone())
+        };
+        assert_eq!(
+            fact("measurements.bench.measured_at"),
+            Some(json!({"measured_at": "2026-12-01T00:00:00Z", "age_s": 216_000}))
+        );
+        assert_eq!(
+            fact("measurements.bench.host.cpu_model"),
+            Some(json!("AMD EPYC 9R14"))
+        );
+        assert_eq!(
+            fact("measurements.bench.tool.version"),
+            Some(json!("0.1.0"))
+        );
+    }
+
+    #[test]
+    fn a_profile_saved_before_the_timestamp_reads_as_unknown() {
+        let plan = amx_plan(Priority::Speed);
+        let mut run = summary("w4a8-amx", "speed", "confirmed");
+        run.measured_at = None;
+        run.tool = None;
+        run.host = None;
+        let m = measured_for_plan(&run, &plan);
+        assert_eq!((m.age_s, m.host_matches_profile), (None, None));
+        assert_eq!(
+            provenance(&m),
+            "measured at an unknown time (not saved) on an unknown CPU by an unknown edgeplan version"
+        );
+        run.measured_at = Some("last Tuesday".into());
+        let m = measured_for_plan(&run, &plan);
+        assert_eq!(m.age_s, None);
+        assert!(provenance(&m).contains("last Tuesday (not a readable RFC 3339 time)"));
+    }
+
+    #[test]
+    fn a_run_on_another_cpu_is_named_and_never_verifies_the_plan() {
+        let plan = amx_plan(Priority::Speed);
+        let context = Context {
+            now_unix: NOW,
+            profile_cpu: Some("Intel(R) Xeon(R) Platinum 8480C"),
+        };
+        let run = summary("w4a8-amx", "speed", "confirmed");
+        let m = measured_for(&run, bench_path(&plan).as_deref(), &plan, &context);
+        assert_eq!(m.host_matches_profile, Some(false));
+        assert!(m.confirms_plan);
+        assert!(
+            m.reason.ends_with(
+                "the run measured AMD EPYC 9R14, not the CPU this profile describes (Intel(R) Xeon(R) Platinum 8480C), so the figures are that host's"
+            ),
+            "{}",
+            m.reason
+        );
     }
 
     #[test]

@@ -10,8 +10,8 @@ use std::io::Write;
 
 use comfy_table::Table;
 
-use super::memory;
 use super::schema::{Measured, Plan};
+use super::{measured, memory};
 
 fn new_table() -> Table {
     crate::output::table()
@@ -276,6 +276,7 @@ fn write_measured(out: &mut dyn Write, m: &Measured) -> anyhow::Result<()> {
         m.threads.map_or("?".into(), |t| t.to_string()),
         num(m.memory_bandwidth_gbps, 1),
     )?;
+    writeln!(out, "  - {}", measured::provenance(m))?;
     writeln!(
         out,
         "  - bench verdict: {} at priority {}: {}",

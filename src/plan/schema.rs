@@ -46,6 +46,24 @@ pub struct Plan {
 pub struct Measured {
     /// `real`, or `fake` (the simulated test executor: not measurements).
     pub executor: Option<String>,
+    /// When the bench run started (RFC 3339 UTC), as saved; `null` in profiles saved
+    /// before edgeplan recorded it.
+    #[serde(default)]
+    pub measured_at: Option<String>,
+    /// Seconds from `measured_at` to when this plan was made (negative when the saved
+    /// time is ahead of this clock); `null` when `measured_at` is absent or unreadable.
+    #[serde(default)]
+    pub age_s: Option<i64>,
+    /// The version of the edgeplan that measured.
+    #[serde(default)]
+    pub edgeplan_version: Option<String>,
+    /// The CPU model of the host the figures came from.
+    #[serde(default)]
+    pub host_cpu: Option<String>,
+    /// Whether that CPU is the one the profile describes (`null` when either is unknown).
+    /// A run on another CPU never makes the plan `verified: measured`.
+    #[serde(default)]
+    pub host_matches_profile: Option<bool>,
     pub model: Option<String>,
     pub threads: Option<u64>,
     /// The host's measured read bandwidth (GB/s).

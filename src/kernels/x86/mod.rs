@@ -5,7 +5,7 @@
 //!   → `w4a8-gemm-avx2` → `w4a8-scalar`.
 //! - W4A8 decode: `w4a8-gemv-avx512vnni` → `w4a8-gemv-avxvnni` → `w4a8-gemv-avx2` → scalar.
 //! - W4A16 prefill: `w4a16-gemm-amx` (AMX-BF16) → `w4a16-gemv-avx512` → `w4a16-gemv-avx2` →
-//!   `w4a16-scalar`; decode: `w4a16-gemv-avx512` → `w4a16-gemv-avx512bf16` → avx2 → scalar.
+//!   `w4a16-scalar`; decode: `w4a16-gemv-avx512bf16` → `w4a16-gemv-avx512` → avx2 → scalar.
 //! - bf16 prefill: `bf16-gemm-amx` → `bf16-gemv-avx512` → `bf16-gemv-avx2` → `bf16-scalar`;
 //!   decode: `bf16-gemv-avx512` → `bf16-gemv-avx2` → scalar.
 //!

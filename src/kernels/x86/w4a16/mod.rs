@@ -192,7 +192,7 @@ pub static GEMV_AVX512BF16: Variant = Variant {
     unit: Unit::Avx512Bf16,
     phases: &[Phase::Decode],
     requires: AVX512_BF16,
-    rank: 25,
+    rank: 32,
     kernel: KernelFn::W4A16(gemv_dpbf16),
 };
 
