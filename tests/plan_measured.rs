@@ -78,7 +78,7 @@ fn confirmed_measurements_are_shown_beside_the_catalog() {
     assert!(outcome.contains("simulated test executor"), "{outcome}");
 
     let table = plan_out(&p, &["--explain"]);
-    assert!(table.contains("| measured on this host"), "{table}");
+    assert!(table.contains("| measured by bench"), "{table}");
     assert!(table.contains("| w4a8 (this plan)"), "{table}");
     assert!(
         table.contains("bench verdict: w4a8-amx at priority speed: confirmed"),

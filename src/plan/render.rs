@@ -232,13 +232,13 @@ pub fn table_one(out: &mut dyn Write, plan: &Plan, explain: bool) -> anyhow::Res
     Ok(())
 }
 
-/// The "measured on this host" section: the saved bench figures per path, then what
+/// The "measured by bench" section (on the host named under the table): the saved bench figures per path, then what
 /// they mean for this plan (a contradiction in capitals).
 fn write_measured(out: &mut dyn Write, m: &Measured) -> anyhow::Result<()> {
     let num = |v: Option<f64>, digits: usize| v.map_or("-".into(), |v| format!("{v:.digits$}"));
     let mut table = new_table();
     table.set_header(vec![
-        "measured on this host",
+        "measured by bench",
         "kernel",
         "decode tok/s",
         "decode ms/step",
