@@ -918,28 +918,8 @@ pub fn env_vars(fit: &MemoryFit) -> Vec<(&'static str, String)> {
 
 /// Rows for the one-device table.
 pub fn rows(fit: &MemoryFit) -> Vec<(String, String)> {
-    let layers = |kind| {
-        let parts = fit.kv_by_layer_kind.iter().filter(|p| p.kind == kind);
-        parts.map(|p| p.layers).sum::<u64>()
-    };
-    let (full, sliding, linear) = (
-        layers(LayerKindName::FullAttention),
-        layers(LayerKindName::SlidingAttention),
-        layers(LayerKindName::LinearAttention),
-    );
-    let pct = |v: f64| format!("{:.0}%", v * 100.0);
     let mut rows = vec![
-        (
-            "model".into(),
-            format!(
-                "{} ({} layers: {} full, {} sliding, {} linear attention)",
-                fit.model,
-                full + sliding + linear,
-                full,
-                sliding,
-                linear
-            ),
-        ),
+        model_row(fit),
         (
             "context x sequences".into(),
             format!(
@@ -949,32 +929,50 @@ pub fn rows(fit: &MemoryFit) -> Vec<(String, String)> {
                 fit.kv_dtype.as_str()
             ),
         ),
-        (
-            "weights".into(),
-            crate::output::gib_exact(fit.weights_bytes),
+    ];
+    rows.extend(weight_rows(fit));
+    rows.extend(kv_rows(fit));
+    rows.push(context_limit_row(fit));
+    rows.extend(verdict_rows(fit));
+    rows
+}
+
+/// The model's row: its name and how many layers of each kind it has.
+fn model_row(fit: &MemoryFit) -> (String, String) {
+    let layers = |kind| {
+        let parts = fit.kv_by_layer_kind.iter().filter(|p| p.kind == kind);
+        parts.map(|p| p.layers).sum::<u64>()
+    };
+    let (full, sliding, linear) = (
+        layers(LayerKindName::FullAttention),
+        layers(LayerKindName::SlidingAttention),
+        layers(LayerKindName::LinearAttention),
+    );
+    (
+        "model".into(),
+        format!(
+            "{} ({} layers: {} full, {} sliding, {} linear attention)",
+            fit.model,
+            full + sliding + linear,
+            full,
+            sliding,
+            linear
         ),
-        (
-            "  linears".into(),
-            crate::output::gib_exact(fit.weights.linears),
-        ),
-        (
-            "  embedding (bf16)".into(),
-            crate::output::gib_exact(fit.weights.embedding),
-        ),
-        (
-            "  lm_head".into(),
-            crate::output::gib_exact(fit.weights.lm_head),
-        ),
-        (
-            "  norms (bf16)".into(),
-            crate::output::gib_exact(fit.weights.norms),
-        ),
+    )
+}
+
+/// The weights' rows: the total, its parts, and for MoE the active parameters.
+fn weight_rows(fit: &MemoryFit) -> Vec<(String, String)> {
+    let gib = crate::output::gib_exact;
+    let mut rows = vec![
+        ("weights".into(), gib(fit.weights_bytes)),
+        ("  linears".into(), gib(fit.weights.linears)),
+        ("  embedding (bf16)".into(), gib(fit.weights.embedding)),
+        ("  lm_head".into(), gib(fit.weights.lm_head)),
+        ("  norms (bf16)".into(), gib(fit.weights.norms)),
     ];
     if fit.weights.router > 0 {
-        rows.push((
-            "  MoE routers (bf16)".into(),
-            crate::output::gib_exact(fit.weights.router),
-        ));
+        rows.push(("  MoE routers (bf16)".into(), gib(fit.weights.router)));
     }
     if let Some(active) = fit.active_params_per_token {
         rows.push((
@@ -982,20 +980,24 @@ pub fn rows(fit: &MemoryFit) -> Vec<(String, String)> {
             format!("{active} (of the weights above, per decoded token)"),
         ));
     }
-    rows.extend([
-        (
-            "KV cache by layer type".into(),
-            crate::output::gib_exact(fit.kv_bytes),
-        ),
+    rows
+}
+
+/// The KV cache's rows: by layer type, flat, and where vLLM runs its allocation and
+/// the space it gets.
+fn kv_rows(fit: &MemoryFit) -> Vec<(String, String)> {
+    let gib = crate::output::gib_exact;
+    let mut rows = vec![
+        ("KV cache by layer type".into(), gib(fit.kv_bytes)),
         (
             "KV cache, flat".into(),
             format!(
                 "{} (per-layer-type saves {})",
-                crate::output::gib_exact(fit.kv_flat_bytes),
-                crate::output::gib_exact(fit.kv_saved_bytes)
+                gib(fit.kv_flat_bytes),
+                gib(fit.kv_saved_bytes)
             ),
         ),
-    ]);
+    ];
     if let (Some(bytes), Some(e)) = (fit.kv_engine_bytes, &fit.engine) {
         let kinds: Vec<String> = e
             .groups
@@ -1017,7 +1019,7 @@ pub fn rows(fit: &MemoryFit) -> Vec<(String, String)> {
             "KV cache, vLLM allocates".into(),
             format!(
                 "{} ({}; {}-token blocks, prefill chunk {})",
-                crate::output::gib_exact(bytes),
+                gib(bytes),
                 kinds.join(", "),
                 e.block_size,
                 e.max_num_batched_tokens
@@ -1026,11 +1028,16 @@ pub fn rows(fit: &MemoryFit) -> Vec<(String, String)> {
         if let Some(space) = e.kv_space_bytes {
             rows.push((
                 "KV space for vLLM".into(),
-                format!("{}: {}", crate::output::gib_exact(space), e.kv_space_source),
+                format!("{}: {}", gib(space), e.kv_space_source),
             ));
         }
     }
-    rows.push((
+    rows
+}
+
+/// The model's context limit, flagged when `--context` is past it.
+fn context_limit_row(fit: &MemoryFit) -> (String, String) {
+    (
         "context limit".into(),
         match (&fit.context_limit, &fit.context_limit_source) {
             (Some(l), Some(src)) if fit.beyond_context_limit => {
@@ -1039,8 +1046,14 @@ pub fn rows(fit: &MemoryFit) -> Vec<(String, String)> {
             (Some(l), Some(src)) => format!("{l} tokens ({src})"),
             _ => "unknown (the config has no max_position_embeddings)".into(),
         },
-    ));
-    rows.extend([
+    )
+}
+
+/// The verdict's rows: budget, headroom, whether it fits, the limits found, and
+/// `VLLM_CPU_KVCACHE_SPACE` where it applies.
+fn verdict_rows(fit: &MemoryFit) -> Vec<(String, String)> {
+    let pct = |v: f64| format!("{:.0}%", v * 100.0);
+    let mut rows = vec![
         (
             "budget".into(),
             match fit.budget_bytes {
@@ -1075,7 +1088,7 @@ pub fn rows(fit: &MemoryFit) -> Vec<(String, String)> {
                 .map(|c| format!("{c} at {} tokens", fit.context))
                 .unwrap_or_else(|| "unknown".into()),
         ),
-    ]);
+    ];
     if let Some(g) = fit.vllm_cpu_kvcache_space_gib {
         rows.push((
             "VLLM_CPU_KVCACHE_SPACE".into(),

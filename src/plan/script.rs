@@ -260,27 +260,9 @@ exec vllm serve "$MODEL" {flags}
     Ok(())
 }
 
+/// The phone NPU script: an AI Hub quantize and compile job for the profile's HTP arch.
 fn qnn(s: &mut String, profile: &Profile) -> anyhow::Result<()> {
-    let android = profile.android.as_ref();
-    let htp = android
-        .and_then(|a| a.npu.as_ref())
-        .and_then(|n| n.htp_arch.clone());
-    let soc = android.and_then(|a| a.soc_model.clone());
-    let Some(htp) = htp else {
-        return Err(crate::error::data_error(
-            "android.npu.htp_arch is unknown: the QNN export needs the HTP (Hexagon) arch; re-probe on the phone",
-        ));
-    };
-    if !htp.chars().all(|c| c.is_ascii_alphanumeric()) {
-        return Err(crate::error::data_error(format!(
-            "android.npu.htp_arch {htp:?} is not an arch name like v75"
-        )));
-    }
-    let soc = soc.unwrap_or_else(|| "unknown".into());
-    let soc: String = soc
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || "-_ ".contains(*c))
-        .collect();
+    let (htp, soc) = qnn_target(profile)?;
     write!(
         s,
         r#"#
@@ -353,4 +335,30 @@ print(f"wrote {{out_path}}", file=sys.stderr)
 "#
     )?;
     Ok(())
+}
+
+/// The profile's HTP (Hexagon) arch, checked to be a plain arch name, and its SoC
+/// model (`unknown` when the profile has none) reduced to safe characters.
+fn qnn_target(profile: &Profile) -> anyhow::Result<(String, String)> {
+    let android = profile.android.as_ref();
+    let htp = android
+        .and_then(|a| a.npu.as_ref())
+        .and_then(|n| n.htp_arch.clone());
+    let soc = android.and_then(|a| a.soc_model.clone());
+    let Some(htp) = htp else {
+        return Err(crate::error::data_error(
+            "android.npu.htp_arch is unknown: the QNN export needs the HTP (Hexagon) arch; re-probe on the phone",
+        ));
+    };
+    if !htp.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return Err(crate::error::data_error(format!(
+            "android.npu.htp_arch {htp:?} is not an arch name like v75"
+        )));
+    }
+    let soc = soc.unwrap_or_else(|| "unknown".into());
+    let soc: String = soc
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || "-_ ".contains(*c))
+        .collect();
+    Ok((htp, soc))
 }
