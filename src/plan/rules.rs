@@ -638,7 +638,7 @@ mod tests {
             (step.facts[0].source.clone(), step.facts[1].source.clone())
         };
         // A live probe (no source recorded, or CPUID's): CPUID and XCR0.
-        let mut live = x86(&AMX_FLAGS, Some(off.clone()));
+        let mut live = x86(&AMX_FLAGS, Some(off));
         assert!(label(&live).0.starts_with("CPUID"), "{:?}", label(&live));
         live.cpu.sources.insert(
             "features".into(),

@@ -233,6 +233,7 @@ print(f"wrote {{out_dir}}", file=sys.stderr)
     )
 }
 
+/// The 16-bit GPU script: no conversion, the `vllm serve` line in `dtype`.
 fn serve16(s: &mut String, plan: &Plan, dtype: &str) -> anyhow::Result<()> {
     let flags = vllm_flags(plan);
     let flags = if flags.is_empty() {
