@@ -380,3 +380,127 @@ fn the_path_parser_reads_groups_and_super() {
     let code = code_only("let s = \"crate::bench\"; // crate::plan\n");
     assert!(crate_paths(&code, &m, true).is_empty());
 }
+
+/// The longest a function outside the test modules may be, in lines from its `fn` line
+/// to its closing brace: about a screen, so that each one does one job.
+const MAX_FN_LINES: usize = 90;
+
+/// Functions still longer than [`MAX_FN_LINES`], each with the length it may not grow
+/// past: (file under `src/`, function, lines). A ratchet: when one is split, drop its
+/// entry; add none. An entry whose function is gone or short again is not an error, so
+/// that a split made on another branch merges cleanly.
+const LONG_FNS: &[(&str, &str, usize)] = &[
+    // The probe's readers of /proc, /sys and Android properties: one long pass over
+    // the source text each, not yet split.
+    ("probe/mod.rs", "cpu_facts", 187),
+    ("probe/mod.rs", "probe", 152),
+    ("probe/android.rs", "read", 158),
+    ("probe/cpuinfo.rs", "dialect", 146),
+    ("probe/cpuinfo.rs", "parse", 111),
+    ("probe/cpus.rs", "read", 117),
+    ("probe/cgroup.rs", "read", 105),
+    // The probe's table: one row per profile field, in display order.
+    ("probe/render.rs", "table", 169),
+    // A lookup table: one match arm per Arm MIDR part number.
+    ("probe/arm/midr.rs", "core_name", 166),
+    // `plan`'s command: argument checks, then one branch per output mode.
+    ("commands/plan.rs", "run", 97),
+];
+
+/// Each function in `text` outside `#[cfg(test)]` modules: (name, first line, lines).
+/// A function ends at the first later line that is its own indentation and `}`, as
+/// rustfmt writes it; a bodiless one (`fn f();`) is skipped.
+fn fn_lengths(text: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        if line == "#[cfg(test)]" && lines.get(i + 1).is_some_and(|l| l.starts_with("mod ")) {
+            // Skip the test module to its closing brace at column 0.
+            i += 2;
+            while i < lines.len() && lines[i] != "}" {
+                i += 1;
+            }
+            continue;
+        }
+        let indent = &line[..line.len() - line.trim_start().len()];
+        let mut rest = line.trim_start();
+        for prefix in [
+            "pub(crate) ",
+            "pub(super) ",
+            "pub ",
+            "const ",
+            "async ",
+            "unsafe ",
+            "extern \"C\" ",
+        ] {
+            rest = rest.strip_prefix(prefix).unwrap_or(rest);
+        }
+        if let Some(sig) = rest.strip_prefix("fn ") {
+            let name: String = sig
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let end = if line.trim_end().ends_with(';') {
+                None
+            } else if line.contains('{') && line.trim_end().ends_with('}') {
+                Some(i)
+            } else {
+                let close = format!("{indent}}}");
+                (i + 1..lines.len()).find(|&j| lines[j] == close)
+            };
+            if let Some(end) = end {
+                found.push((name, i + 1, end - i + 1));
+            }
+        }
+        i += 1;
+    }
+    found
+}
+
+#[test]
+fn functions_stay_under_a_screen() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut too_long = Vec::new();
+    let mut seen = 0;
+    for path in &files {
+        let rel = path.strip_prefix(&src).unwrap();
+        let rel = rel.to_string_lossy().replace('\\', "/");
+        let text = std::fs::read_to_string(path).unwrap();
+        for (name, line, len) in fn_lengths(&text) {
+            seen += 1;
+            let limit = LONG_FNS
+                .iter()
+                .find(|(f, n, _)| *f == rel && *n == name)
+                .map_or(MAX_FN_LINES, |e| e.2);
+            if len > limit {
+                too_long.push(format!(
+                    "src/{rel}:{line} fn {name}: {len} lines (limit {limit})"
+                ));
+            }
+        }
+    }
+    assert!(seen > 500, "the scan found only {seen} functions");
+    assert!(
+        too_long.is_empty(),
+        "functions too long; split them into helpers with one job each:\n{}",
+        too_long.join("\n")
+    );
+}
+
+#[test]
+fn the_function_scanner_measures_bodies_and_skips_tests() {
+    let text = "/// doc fn not_this()\npub fn a(\n    x: u8,\n) -> u8 {\n    x\n}\n\
+                impl T {\n    pub(crate) fn b() {}\n    fn c() {\n        let s = \"}\";\n    }\n}\n\
+                trait U {\n    fn d();\n}\n\
+                #[cfg(test)]\nmod tests {\n    fn e() {\n    }\n}\nconst fn f() {\n}\n";
+    let found = fn_lengths(text);
+    let got: Vec<(&str, usize, usize)> = found
+        .iter()
+        .map(|(n, l, len)| (n.as_str(), *l, *len))
+        .collect();
+    assert_eq!(got, [("a", 2, 5), ("b", 8, 1), ("c", 9, 3), ("f", 21, 2)]);
+}

@@ -206,154 +206,36 @@ impl ModelShape {
                 "{origin}: a model config must be a JSON object"
             )));
         };
-        let str_of = |map: &Map<String, Value>, key: &str| {
-            map.get(key).and_then(Value::as_str).map(str::to_owned)
-        };
         let top_type = str_of(top, "model_type");
-        // Multimodal configs keep the language model's shape in `text_config`.
-        let (cfg, model_type) = match top.get("text_config") {
-            Some(Value::Object(text_cfg))
-                if !top.contains_key("hidden_size")
-                    || top_type
-                        .as_deref()
-                        .and_then(families::text_family_of)
-                        .is_some() =>
-            {
-                let inner = str_of(text_cfg, "model_type").or_else(|| {
-                    top_type
-                        .as_deref()
-                        .and_then(families::text_family_of)
-                        .map(str::to_owned)
-                });
-                (text_cfg, inner.or(top_type.clone()))
-            }
-            _ => (top, top_type.clone()),
-        };
-        // Gemma 3n's decoder is not a stack of plain layers: refused by name rather than
-        // sized wrong (its intermediate_size is even a per-layer list).
-        if let Some(t) = [top_type.as_deref(), model_type.as_deref()]
-            .into_iter()
-            .flatten()
-            .find(|t| GEMMA3N_TYPES.contains(t))
-        {
-            return Err(data_error(format!(
-                "{origin}: Gemma 3n (model_type \"{t}\") is not supported: its per-layer embeddings (a vocab_size_per_layer_input x hidden_size_per_layer_input table for every layer), AltUp and LAuReL blocks, per-layer intermediate sizes and KV cache shared across the last num_kv_shared_layers layers are outside edgeplan's weight and KV formulas"
-            )));
-        }
+        let (cfg, model_type) = language_config(top, top_type.as_deref());
+        refuse_gemma3n(origin, &[top_type.as_deref(), model_type.as_deref()])?;
         let family = model_type.as_deref().and_then(families::family);
-
-        // The family's defaults, then the config's own keys over them (a key the config
-        // sets to null stays null: "no sliding window" overrides a default window).
-        let mut merged = family.map(families::defaults).unwrap_or_default();
-        let mut defaulted: Vec<String> = READ_KEYS
-            .iter()
-            .filter(|k| merged.contains_key(**k) && !cfg.contains_key(**k))
-            .map(|k| k.to_string())
-            .collect();
-        for (k, v) in cfg {
-            merged.insert(k.clone(), v.clone());
-        }
-        // A wrapper may state the tie at its top level rather than in text_config.
-        if !std::ptr::eq(cfg, top)
-            && !cfg.contains_key("tie_word_embeddings")
-            && let Some(tie) = top.get("tie_word_embeddings")
-        {
-            merged.insert("tie_word_embeddings".into(), tie.clone());
-            defaulted.retain(|k| k != "tie_word_embeddings");
-        }
+        let (merged, mut defaulted) = merge_defaults(family, cfg, top);
+        require_keys(&merged, model_type.as_deref(), origin)?;
         let field = Fields {
             cfg: &merged,
             origin,
         };
-
-        let missing: Vec<&str> = REQUIRED
-            .iter()
-            .copied()
-            .filter(|k| merged.get(*k).is_none_or(Value::is_null))
-            .collect();
-        if !missing.is_empty() {
-            let which = match model_type.as_deref() {
-                Some(t) => format!("model_type \"{t}\" is not a family edgeplan has defaults for"),
-                None => "the config names no model_type, so no family defaults apply".into(),
-            };
-            let quoted: Vec<String> = missing.iter().map(|k| format!("\"{k}\"")).collect();
-            return Err(data_error(if missing.len() == 1 {
-                format!("{origin}: field {} is missing ({which})", quoted[0])
-            } else {
-                format!(
-                    "{origin}: fields {} are missing ({which})",
-                    quoted.join(", ")
-                )
-            }));
-        }
-
-        let hidden_size = field.req_u64("hidden_size")?;
-        let intermediate_size = field.req_u64("intermediate_size")?;
-        let num_hidden_layers = field.req_u64("num_hidden_layers")?;
-        let num_attention_heads = field.req_u64("num_attention_heads")?;
-        // Hugging Face's own fallbacks: no GQA, and head_dim = hidden / heads.
-        let num_key_value_heads = field
-            .opt_u64("num_key_value_heads")?
-            .unwrap_or(num_attention_heads);
-        let head_dim = match field.opt_u64("head_dim")? {
-            Some(d) => d,
-            None if hidden_size % num_attention_heads == 0 => hidden_size / num_attention_heads,
-            None => {
-                return Err(data_error(format!(
-                    "{origin}: field \"head_dim\" is missing and hidden_size {hidden_size} is not a multiple of num_attention_heads {num_attention_heads}"
-                )));
-            }
-        };
-        let vocab_size = field.req_u64("vocab_size")?;
-        // PretrainedConfig's default is true, but edgeplan's reading of a config of an
-        // unknown family has always been "untied unless stated": kept, and documented.
-        let tie_word_embeddings = field.opt_bool("tie_word_embeddings")?.unwrap_or(false);
-        if num_key_value_heads > num_attention_heads {
-            return Err(data_error(format!(
-                "{origin}: field \"num_key_value_heads\" ({num_key_value_heads}) exceeds num_attention_heads ({num_attention_heads})"
-            )));
-        }
-        if num_hidden_layers > 10_000 {
-            return Err(data_error(format!(
-                "{origin}: field \"num_hidden_layers\" ({num_hidden_layers}) is not a plausible layer count"
-            )));
-        }
+        let dims = field.dims()?;
         let rule = family.map(|f| f.sliding);
-        let (layer_kinds, sliding_window) = field.layer_kinds(num_hidden_layers as usize, rule)?;
-        let moe = field.moe(num_hidden_layers, intermediate_size)?;
+        let (layer_kinds, sliding_window) =
+            field.layer_kinds(dims.num_hidden_layers as usize, rule)?;
+        let moe = field.moe(dims.num_hidden_layers, dims.intermediate_size)?;
         let mla = field.mla()?;
         // Only the defaults that changed the shape are worth a note.
-        defaulted.retain(|k| match k.as_str() {
-            "use_sliding_window"
-            | "max_window_layers"
-            | "sliding_window_pattern"
-            | "sliding_window" => sliding_window.is_some(),
-            "num_experts"
-            | "num_local_experts"
-            | "num_experts_per_tok"
-            | "moe_intermediate_size"
-            | "shared_expert_intermediate_size"
-            | "decoder_sparse_step" => moe.is_some(),
-            _ => true,
-        });
+        defaulted.retain(|k| default_shaped(k, sliding_window.is_some(), moe.is_some()));
         let context_limit = field.context_limit()?;
-        let name = top
-            .get("_name_or_path")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-            .unwrap_or_else(|| origin.to_owned());
         Ok(ModelShape {
-            name,
+            name: name_of(top, origin),
             model_type: family.map(|f| f.model_type.to_owned()).or(model_type),
-            hidden_size,
-            intermediate_size,
-            num_hidden_layers,
-            num_attention_heads,
-            num_key_value_heads,
-            head_dim,
-            vocab_size,
-            tie_word_embeddings,
+            hidden_size: dims.hidden_size,
+            intermediate_size: dims.intermediate_size,
+            num_hidden_layers: dims.num_hidden_layers,
+            num_attention_heads: dims.num_attention_heads,
+            num_key_value_heads: dims.num_key_value_heads,
+            head_dim: dims.head_dim,
+            vocab_size: dims.vocab_size,
+            tie_word_embeddings: dims.tie_word_embeddings,
             gated_mlp: family.is_none_or(|f| f.gated_mlp),
             layer_kinds,
             sliding_window,
@@ -533,6 +415,150 @@ impl ModelShape {
     }
 }
 
+/// `layers` kinds: full attention where `full(i)` holds for layer `i`, else `other`.
+fn kinds_by(layers: usize, full: impl Fn(usize) -> bool, other: LayerKind) -> Vec<LayerKind> {
+    (0..layers)
+        .map(|i| {
+            if full(i) {
+                LayerKind::FullAttention
+            } else {
+                other
+            }
+        })
+        .collect()
+}
+
+/// The string at `key` in `map`, if it is one.
+fn str_of(map: &Map<String, Value>, key: &str) -> Option<String> {
+    map.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// The part of the config that holds the language model's shape, and its
+/// `model_type`: a multimodal config's `text_config` (when the top level has no
+/// `hidden_size` of its own, or is a wrapper whose text family is known), else the top.
+fn language_config<'a>(
+    top: &'a Map<String, Value>,
+    top_type: Option<&str>,
+) -> (&'a Map<String, Value>, Option<String>) {
+    let text_family = top_type.and_then(families::text_family_of);
+    match top.get("text_config") {
+        Some(Value::Object(text_cfg))
+            if !top.contains_key("hidden_size") || text_family.is_some() =>
+        {
+            let inner = str_of(text_cfg, "model_type").or_else(|| text_family.map(str::to_owned));
+            (text_cfg, inner.or(top_type.map(str::to_owned)))
+        }
+        _ => (top, top_type.map(str::to_owned)),
+    }
+}
+
+/// Gemma 3n's decoder is not a stack of plain layers: refused by name rather than
+/// sized wrong (its intermediate_size is even a per-layer list).
+fn refuse_gemma3n(origin: &str, types: &[Option<&str>]) -> anyhow::Result<()> {
+    match types.iter().flatten().find(|t| GEMMA3N_TYPES.contains(t)) {
+        Some(t) => Err(data_error(format!(
+            "{origin}: Gemma 3n (model_type \"{t}\") is not supported: its per-layer embeddings (a vocab_size_per_layer_input x hidden_size_per_layer_input table for every layer), AltUp and LAuReL blocks, per-layer intermediate sizes and KV cache shared across the last num_kv_shared_layers layers are outside edgeplan's weight and KV formulas"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The family's defaults with the config's own keys over them (a key the config sets
+/// to null stays null: "no sliding window" overrides a default window), and the
+/// [`READ_KEYS`] that came from the defaults.
+fn merge_defaults(
+    family: Option<&families::Family>,
+    cfg: &Map<String, Value>,
+    top: &Map<String, Value>,
+) -> (Map<String, Value>, Vec<String>) {
+    let mut merged = family.map(families::defaults).unwrap_or_default();
+    let mut defaulted: Vec<String> = READ_KEYS
+        .iter()
+        .filter(|k| merged.contains_key(**k) && !cfg.contains_key(**k))
+        .map(|k| k.to_string())
+        .collect();
+    for (k, v) in cfg {
+        merged.insert(k.clone(), v.clone());
+    }
+    // A wrapper may state the tie at its top level rather than in text_config.
+    if !std::ptr::eq(cfg, top)
+        && !cfg.contains_key("tie_word_embeddings")
+        && let Some(tie) = top.get("tie_word_embeddings")
+    {
+        merged.insert("tie_word_embeddings".into(), tie.clone());
+        defaulted.retain(|k| k != "tie_word_embeddings");
+    }
+    (merged, defaulted)
+}
+
+/// Every [`REQUIRED`] key missing (or null) in `merged`, named at once in one error.
+fn require_keys(
+    merged: &Map<String, Value>,
+    model_type: Option<&str>,
+    origin: &str,
+) -> anyhow::Result<()> {
+    let missing: Vec<&str> = REQUIRED
+        .iter()
+        .copied()
+        .filter(|k| merged.get(*k).is_none_or(Value::is_null))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let which = match model_type {
+        Some(t) => format!("model_type \"{t}\" is not a family edgeplan has defaults for"),
+        None => "the config names no model_type, so no family defaults apply".into(),
+    };
+    let quoted: Vec<String> = missing.iter().map(|k| format!("\"{k}\"")).collect();
+    Err(data_error(if missing.len() == 1 {
+        format!("{origin}: field {} is missing ({which})", quoted[0])
+    } else {
+        format!(
+            "{origin}: fields {} are missing ({which})",
+            quoted.join(", ")
+        )
+    }))
+}
+
+/// Whether a defaulted key changed the shape, given whether the model slides and
+/// has experts: the sliding and expert keys matter only then, the others always.
+fn default_shaped(key: &str, slides: bool, has_experts: bool) -> bool {
+    match key {
+        "use_sliding_window"
+        | "max_window_layers"
+        | "sliding_window_pattern"
+        | "sliding_window" => slides,
+        "num_experts"
+        | "num_local_experts"
+        | "num_experts_per_tok"
+        | "moe_intermediate_size"
+        | "shared_expert_intermediate_size"
+        | "decoder_sparse_step" => has_experts,
+        _ => true,
+    }
+}
+
+/// The model's name: the config's `_name_or_path`, else `origin`.
+fn name_of(top: &Map<String, Value>, origin: &str) -> String {
+    top.get("_name_or_path")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .unwrap_or_else(|| origin.to_owned())
+}
+
+/// The dense dimensions of a config, checked.
+struct Dims {
+    hidden_size: u64,
+    intermediate_size: u64,
+    num_hidden_layers: u64,
+    num_attention_heads: u64,
+    num_key_value_heads: u64,
+    head_dim: u64,
+    vocab_size: u64,
+    tie_word_embeddings: bool,
+}
+
 /// Field access with errors that name the field.
 struct Fields<'a> {
     cfg: &'a Map<String, Value>,
@@ -580,6 +606,52 @@ impl Fields<'_> {
         Ok(None)
     }
 
+    /// The dense dimensions, with Hugging Face's own fallbacks (no GQA, and
+    /// `head_dim = hidden / heads`); implausible counts are errors naming the field.
+    fn dims(&self) -> anyhow::Result<Dims> {
+        let origin = self.origin;
+        let hidden_size = self.req_u64("hidden_size")?;
+        let intermediate_size = self.req_u64("intermediate_size")?;
+        let num_hidden_layers = self.req_u64("num_hidden_layers")?;
+        let num_attention_heads = self.req_u64("num_attention_heads")?;
+        let num_key_value_heads = self
+            .opt_u64("num_key_value_heads")?
+            .unwrap_or(num_attention_heads);
+        let head_dim = match self.opt_u64("head_dim")? {
+            Some(d) => d,
+            None if hidden_size % num_attention_heads == 0 => hidden_size / num_attention_heads,
+            None => {
+                return Err(data_error(format!(
+                    "{origin}: field \"head_dim\" is missing and hidden_size {hidden_size} is not a multiple of num_attention_heads {num_attention_heads}"
+                )));
+            }
+        };
+        let vocab_size = self.req_u64("vocab_size")?;
+        // PretrainedConfig's default is true, but edgeplan's reading of a config of an
+        // unknown family has always been "untied unless stated": kept, and documented.
+        let tie_word_embeddings = self.opt_bool("tie_word_embeddings")?.unwrap_or(false);
+        if num_key_value_heads > num_attention_heads {
+            return Err(data_error(format!(
+                "{origin}: field \"num_key_value_heads\" ({num_key_value_heads}) exceeds num_attention_heads ({num_attention_heads})"
+            )));
+        }
+        if num_hidden_layers > 10_000 {
+            return Err(data_error(format!(
+                "{origin}: field \"num_hidden_layers\" ({num_hidden_layers}) is not a plausible layer count"
+            )));
+        }
+        Ok(Dims {
+            hidden_size,
+            intermediate_size,
+            num_hidden_layers,
+            num_attention_heads,
+            num_key_value_heads,
+            head_dim,
+            vocab_size,
+            tie_word_embeddings,
+        })
+    }
+
     /// Resolves each layer's kind: `layer_types` first, then `full_attention_interval`,
     /// then the family's rule (`rule`; `None` for an unknown family, which gets the
     /// rule its keys imply).
@@ -589,107 +661,19 @@ impl Fields<'_> {
         rule: Option<SlidingRule>,
     ) -> anyhow::Result<(Vec<LayerKind>, Option<u64>)> {
         let window = self.opt_u64("sliding_window")?.filter(|w| *w > 0);
-        let every = |f: &dyn Fn(usize) -> LayerKind| (0..layers).map(f).collect::<Vec<_>>();
         let kinds = if let Some(types) = self.cfg.get("layer_types").filter(|v| !v.is_null()) {
-            let Some(types) = types.as_array() else {
-                return Err(self.bad("layer_types", "must be a list of strings"));
-            };
-            if types.len() != layers {
-                return Err(self.bad(
-                    "layer_types",
-                    &format!(
-                        "has {} entries but num_hidden_layers is {layers}",
-                        types.len()
-                    ),
-                ));
-            }
-            let mut kinds = Vec::with_capacity(layers);
-            for (i, t) in types.iter().enumerate() {
-                kinds.push(match t.as_str() {
-                    Some("full_attention" | "attention" | "global_attention") => {
-                        LayerKind::FullAttention
-                    }
-                    Some("sliding_attention" | "sliding_window_attention" | "local_attention") => {
-                        LayerKind::SlidingAttention
-                    }
-                    Some("linear_attention" | "mamba" | "conv" | "recurrent") => {
-                        LayerKind::LinearAttention
-                    }
-                    _ => {
-                        return Err(self.bad(
-                            &format!("layer_types[{i}]"),
-                            &format!("is not a known layer type: {t}"),
-                        ));
-                    }
-                });
-            }
-            kinds
+            self.listed_kinds(types, layers)?
         } else if let Some(interval) = self.opt_u64("full_attention_interval")? {
             if interval == 0 {
                 return Err(self.bad("full_attention_interval", "must be positive, got 0"));
             }
-            every(&|i| {
-                if (i as u64 + 1).is_multiple_of(interval) {
-                    LayerKind::FullAttention
-                } else {
-                    LayerKind::LinearAttention
-                }
-            })
+            kinds_by(
+                layers,
+                |i| (i as u64 + 1).is_multiple_of(interval),
+                LayerKind::LinearAttention,
+            )
         } else {
-            let rule = match rule {
-                Some(rule) => rule,
-                None if self.cfg.contains_key("sliding_window_pattern") => {
-                    SlidingRule::EveryNthGlobal
-                }
-                None if self.cfg.contains_key("use_sliding_window") => SlidingRule::QwenSwitch,
-                None => SlidingRule::AllWhenSet,
-            };
-            match (rule, window) {
-                (_, None) => vec![LayerKind::FullAttention; layers],
-                (SlidingRule::AllWhenSet, Some(_)) => vec![LayerKind::SlidingAttention; layers],
-                (SlidingRule::Alternating, Some(_)) => every(&|i| {
-                    if !(i + 1).is_multiple_of(2) {
-                        LayerKind::SlidingAttention
-                    } else {
-                        LayerKind::FullAttention
-                    }
-                }),
-                (SlidingRule::EveryNthGlobal, Some(_)) => {
-                    let pattern = match self
-                        .first_u64(&["sliding_window_pattern", "_sliding_window_pattern"])?
-                    {
-                        Some((0, key)) => return Err(self.bad(&key, "must be positive, got 0")),
-                        Some((n, _)) => n as usize,
-                        None => {
-                            return Err(self.bad(
-                                "sliding_window_pattern",
-                                "is missing but the family puts a global layer every N layers",
-                            ));
-                        }
-                    };
-                    every(&|i| {
-                        if !(i + 1).is_multiple_of(pattern) {
-                            LayerKind::SlidingAttention
-                        } else {
-                            LayerKind::FullAttention
-                        }
-                    })
-                }
-                (SlidingRule::QwenSwitch, Some(_)) => {
-                    if self.opt_bool("use_sliding_window")? == Some(true) {
-                        let first = self.opt_u64("max_window_layers")?.unwrap_or(0) as usize;
-                        every(&|i| {
-                            if i >= first {
-                                LayerKind::SlidingAttention
-                            } else {
-                                LayerKind::FullAttention
-                            }
-                        })
-                    } else {
-                        vec![LayerKind::FullAttention; layers]
-                    }
-                }
-            }
+            self.ruled_kinds(layers, rule, window)?
         };
         let has_sliding = kinds.contains(&LayerKind::SlidingAttention);
         if has_sliding && window.is_none() {
@@ -699,6 +683,92 @@ impl Fields<'_> {
             ));
         }
         Ok((kinds, if has_sliding { window } else { None }))
+    }
+
+    /// The kinds a `layer_types` list states, one entry per layer.
+    fn listed_kinds(&self, types: &Value, layers: usize) -> anyhow::Result<Vec<LayerKind>> {
+        let Some(types) = types.as_array() else {
+            return Err(self.bad("layer_types", "must be a list of strings"));
+        };
+        if types.len() != layers {
+            return Err(self.bad(
+                "layer_types",
+                &format!(
+                    "has {} entries but num_hidden_layers is {layers}",
+                    types.len()
+                ),
+            ));
+        }
+        let mut kinds = Vec::with_capacity(layers);
+        for (i, t) in types.iter().enumerate() {
+            kinds.push(match t.as_str() {
+                Some("full_attention" | "attention" | "global_attention") => {
+                    LayerKind::FullAttention
+                }
+                Some("sliding_attention" | "sliding_window_attention" | "local_attention") => {
+                    LayerKind::SlidingAttention
+                }
+                Some("linear_attention" | "mamba" | "conv" | "recurrent") => {
+                    LayerKind::LinearAttention
+                }
+                _ => {
+                    return Err(self.bad(
+                        &format!("layer_types[{i}]"),
+                        &format!("is not a known layer type: {t}"),
+                    ));
+                }
+            });
+        }
+        Ok(kinds)
+    }
+
+    /// The kinds a sliding rule gives: the family's `rule`, or for an unknown family
+    /// the rule its keys imply; every layer full when there is no `window`.
+    fn ruled_kinds(
+        &self,
+        layers: usize,
+        rule: Option<SlidingRule>,
+        window: Option<u64>,
+    ) -> anyhow::Result<Vec<LayerKind>> {
+        let rule = match rule {
+            Some(rule) => rule,
+            None if self.cfg.contains_key("sliding_window_pattern") => SlidingRule::EveryNthGlobal,
+            None if self.cfg.contains_key("use_sliding_window") => SlidingRule::QwenSwitch,
+            None => SlidingRule::AllWhenSet,
+        };
+        let sliding = LayerKind::SlidingAttention;
+        Ok(match (rule, window) {
+            (_, None) => vec![LayerKind::FullAttention; layers],
+            (SlidingRule::AllWhenSet, Some(_)) => vec![sliding; layers],
+            (SlidingRule::Alternating, Some(_)) => {
+                kinds_by(layers, |i| (i + 1).is_multiple_of(2), sliding)
+            }
+            (SlidingRule::EveryNthGlobal, Some(_)) => {
+                let pattern = self.global_layer_pattern()?;
+                kinds_by(layers, |i| (i + 1).is_multiple_of(pattern), sliding)
+            }
+            (SlidingRule::QwenSwitch, Some(_)) => {
+                if self.opt_bool("use_sliding_window")? == Some(true) {
+                    let first = self.opt_u64("max_window_layers")?.unwrap_or(0) as usize;
+                    kinds_by(layers, |i| i < first, sliding)
+                } else {
+                    vec![LayerKind::FullAttention; layers]
+                }
+            }
+        })
+    }
+
+    /// Gemma 3's `sliding_window_pattern` (or the older `_sliding_window_pattern`):
+    /// every how many layers one is global.
+    fn global_layer_pattern(&self) -> anyhow::Result<usize> {
+        match self.first_u64(&["sliding_window_pattern", "_sliding_window_pattern"])? {
+            Some((0, key)) => Err(self.bad(&key, "must be positive, got 0")),
+            Some((n, _)) => Ok(n as usize),
+            None => Err(self.bad(
+                "sliding_window_pattern",
+                "is missing but the family puts a global layer every N layers",
+            )),
+        }
     }
 
     /// The experts, when the config has more than one.

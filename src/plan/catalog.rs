@@ -278,73 +278,14 @@ struct RawPath {
 type Problem = (Option<usize>, String);
 
 impl RawPath {
+    /// The path as the planner uses it, once every field has passed its check (the
+    /// first that fails is the error).
     fn check(self) -> Result<PathSpec, Problem> {
-        let name = self.name.get_ref().trim().to_string();
-        let valid_name = !name.is_empty()
-            && name
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
-        if !valid_name {
-            return Err((
-                Some(self.name.span().start),
-                format!("path name `{name}` must be lowercase letters, digits, `-` or `_`"),
-            ));
-        }
-        if let Some(q) = &self.quantization {
-            let v = q.get_ref();
-            if v.is_empty()
-                || !v
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-            {
-                return Err((
-                    Some(q.span().start),
-                    format!(
-                        "path `{name}`: quantization `{v}` is not a vLLM --quantization name (omit it for none)"
-                    ),
-                ));
-            }
-        }
-        let group_size = match &self.group_size {
-            None => None,
-            Some(g) => match u32::try_from(*g.get_ref()) {
-                Ok(v) if v > 0 => Some(v),
-                _ => {
-                    return Err((
-                        Some(g.span().start),
-                        format!(
-                            "path `{name}`: group_size must be a positive integer, not {}",
-                            g.get_ref()
-                        ),
-                    ));
-                }
-            },
-        };
-        if let Some(b) = &self.bits_per_weight {
-            let v = *b.get_ref();
-            if !v.is_finite() || v <= 0.0 || v > 32.0 {
-                return Err((
-                    Some(b.span().start),
-                    format!("path `{name}`: bits_per_weight must be a number in (0, 32], not {v}"),
-                ));
-            }
-        }
-        if self.rationale.get_ref().trim().is_empty() {
-            return Err((
-                Some(self.rationale.span().start),
-                format!("path `{name}`: rationale is empty"),
-            ));
-        }
-        if let Some(b) = self
-            .build_with
-            .as_ref()
-            .filter(|b| b.get_ref().trim().is_empty())
-        {
-            return Err((
-                Some(b.span().start),
-                format!("path `{name}`: build_with is empty (omit it when there is no script)"),
-            ));
-        }
+        let name = checked_name(&self.name)?;
+        check_quantization(&name, self.quantization.as_ref())?;
+        let group_size = checked_group_size(&name, self.group_size.as_ref())?;
+        check_bits_per_weight(&name, self.bits_per_weight.as_ref())?;
+        check_texts(&name, &self.rationale, self.build_with.as_ref())?;
         Ok(PathSpec {
             name,
             quantization: self.quantization.map(Spanned::into_inner),
@@ -361,6 +302,95 @@ impl RawPath {
             by_class: self.by_class,
         })
     }
+}
+
+/// The path's name, trimmed: lowercase letters, digits, `-` or `_`, not empty.
+fn checked_name(name: &Spanned<String>) -> Result<String, Problem> {
+    let trimmed = name.get_ref().trim().to_string();
+    let valid = !trimmed.is_empty()
+        && trimmed
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    if !valid {
+        return Err((
+            Some(name.span().start),
+            format!("path name `{trimmed}` must be lowercase letters, digits, `-` or `_`"),
+        ));
+    }
+    Ok(trimmed)
+}
+
+/// A `quantization`, when given, must look like a vLLM `--quantization` name.
+fn check_quantization(name: &str, quantization: Option<&Spanned<String>>) -> Result<(), Problem> {
+    let Some(q) = quantization else {
+        return Ok(());
+    };
+    let v = q.get_ref();
+    if v.is_empty()
+        || !v
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err((
+            Some(q.span().start),
+            format!(
+                "path `{name}`: quantization `{v}` is not a vLLM --quantization name (omit it for none)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A `group_size`, when given, as a positive `u32`.
+fn checked_group_size(name: &str, group: Option<&Spanned<i64>>) -> Result<Option<u32>, Problem> {
+    let Some(g) = group else {
+        return Ok(None);
+    };
+    match u32::try_from(*g.get_ref()) {
+        Ok(v) if v > 0 => Ok(Some(v)),
+        _ => Err((
+            Some(g.span().start),
+            format!(
+                "path `{name}`: group_size must be a positive integer, not {}",
+                g.get_ref()
+            ),
+        )),
+    }
+}
+
+/// A `bits_per_weight`, when given, must be a number in (0, 32].
+fn check_bits_per_weight(name: &str, bits: Option<&Spanned<f64>>) -> Result<(), Problem> {
+    if let Some(b) = bits {
+        let v = *b.get_ref();
+        if !v.is_finite() || v <= 0.0 || v > 32.0 {
+            return Err((
+                Some(b.span().start),
+                format!("path `{name}`: bits_per_weight must be a number in (0, 32], not {v}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The `rationale` must say something, and a `build_with` that is given must too.
+fn check_texts(
+    name: &str,
+    rationale: &Spanned<String>,
+    build_with: Option<&Spanned<String>>,
+) -> Result<(), Problem> {
+    if rationale.get_ref().trim().is_empty() {
+        return Err((
+            Some(rationale.span().start),
+            format!("path `{name}`: rationale is empty"),
+        ));
+    }
+    if let Some(b) = build_with.filter(|b| b.get_ref().trim().is_empty()) {
+        return Err((
+            Some(b.span().start),
+            format!("path `{name}`: build_with is empty (omit it when there is no script)"),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -292,89 +292,101 @@ fn kv_total(model: &ModelShape, context: u64, concurrency: u64, dtype: KvDtype) 
 
 /// The memory the device offers, and where the figure came from.
 pub fn budget(profile: &Profile) -> (Option<u64>, String) {
-    let m = &profile.memory;
     match profile.hardware_class {
-        HardwareClass::CudaDiscrete => {
-            let nvidia: Vec<_> = profile
-                .gpus
-                .iter()
-                .filter(|g| g.vendor.eq_ignore_ascii_case("nvidia"))
-                .collect();
-            let many = if nvidia.len() > 1 {
-                format!(
-                    " (the first of {} GPUs: vLLM's default tensor_parallel_size is 1)",
-                    nvidia.len()
-                )
-            } else {
-                String::new()
-            };
-            match nvidia.first() {
-                Some(gpu) => match gpu.memory_bytes {
-                    Some(bytes) => {
-                        let name = gpu.name.as_deref().unwrap_or("the GPU");
-                        let from = gpu
-                            .sources
-                            .get("memory_bytes")
-                            .map(|s| format!(", from the {s}"))
-                            .unwrap_or_default();
-                        (Some(bytes), format!("GPU memory of {name}{many}{from}"))
-                    }
-                    None => (
-                        None,
-                        "GPU memory unknown: the profile has no gpus[].memory_bytes".into(),
-                    ),
-                },
-                None => (
-                    None,
-                    "GPU memory unknown: the profile lists no NVIDIA GPU".into(),
-                ),
-            }
-        }
-        HardwareClass::Jetson => match m.total_bytes {
-            Some(total) => (
-                Some(total.saturating_sub(JETSON_OS_RESERVE)),
-                format!(
-                    "Jetson unified memory (MemTotal {:.2} GiB) less a {:.0} GiB OS reserve",
-                    total as f64 / GIB,
-                    JETSON_OS_RESERVE as f64 / GIB
-                ),
-            ),
-            None => (
-                None,
-                "unified memory unknown: the profile has no memory.total_bytes".into(),
-            ),
-        },
+        HardwareClass::CudaDiscrete => gpu_budget(profile),
+        HardwareClass::Jetson => jetson_budget(profile.memory.total_bytes),
         HardwareClass::X86Cpu | HardwareClass::Arm64Cpu | HardwareClass::NpuPhone => {
             // The probe's budget already discounts reclaimable page cache (probe.md §4):
             // profile.rs prefers it over the raw figures it was computed from.
-            match m.ram_budget() {
-                Some(RamBudget::Probe(b)) => (
-                    Some(b),
-                    format!(
-                        "the probe's budget ({:.2} GiB): min(MemAvailable, cgroup limit - (usage - inactive_file))",
-                        b as f64 / GIB
-                    ),
-                ),
-                Some(RamBudget::CgroupLimit { limit, ram, what }) => (
-                    Some(limit),
-                    format!(
-                        "cgroup memory limit ({:.2} GiB, lower than {what} {:.2} GiB)",
-                        limit as f64 / GIB,
-                        ram as f64 / GIB
-                    ),
-                ),
-                Some(RamBudget::Ram { bytes, what }) => {
-                    (Some(bytes), format!("{what} (no lower cgroup limit)"))
-                }
-                Some(RamBudget::LimitOnly(l)) => {
-                    (Some(l), "cgroup memory limit (MemAvailable unknown)".into())
-                }
-                None => (
-                    None,
-                    "RAM unknown: the profile has no memory figures".into(),
-                ),
-            }
+            ram_budget(profile.memory.ram_budget())
         }
+    }
+}
+
+/// A discrete GPU's budget: the memory of the first NVIDIA GPU (vLLM uses one).
+fn gpu_budget(profile: &Profile) -> (Option<u64>, String) {
+    let nvidia: Vec<_> = profile
+        .gpus
+        .iter()
+        .filter(|g| g.vendor.eq_ignore_ascii_case("nvidia"))
+        .collect();
+    let many = if nvidia.len() > 1 {
+        format!(
+            " (the first of {} GPUs: vLLM's default tensor_parallel_size is 1)",
+            nvidia.len()
+        )
+    } else {
+        String::new()
+    };
+    let Some(gpu) = nvidia.first() else {
+        return (
+            None,
+            "GPU memory unknown: the profile lists no NVIDIA GPU".into(),
+        );
+    };
+    match gpu.memory_bytes {
+        Some(bytes) => {
+            let name = gpu.name.as_deref().unwrap_or("the GPU");
+            let from = gpu
+                .sources
+                .get("memory_bytes")
+                .map(|s| format!(", from the {s}"))
+                .unwrap_or_default();
+            (Some(bytes), format!("GPU memory of {name}{many}{from}"))
+        }
+        None => (
+            None,
+            "GPU memory unknown: the profile has no gpus[].memory_bytes".into(),
+        ),
+    }
+}
+
+/// A Jetson's budget: its unified memory (`MemTotal`) less [`JETSON_OS_RESERVE`].
+fn jetson_budget(total_bytes: Option<u64>) -> (Option<u64>, String) {
+    match total_bytes {
+        Some(total) => (
+            Some(total.saturating_sub(JETSON_OS_RESERVE)),
+            format!(
+                "Jetson unified memory (MemTotal {:.2} GiB) less a {:.0} GiB OS reserve",
+                total as f64 / GIB,
+                JETSON_OS_RESERVE as f64 / GIB
+            ),
+        ),
+        None => (
+            None,
+            "unified memory unknown: the profile has no memory.total_bytes".into(),
+        ),
+    }
+}
+
+/// A CPU's (or phone's) budget: the profile's RAM budget, worded by where it came from.
+fn ram_budget(budget: Option<RamBudget>) -> (Option<u64>, String) {
+    match budget {
+        Some(RamBudget::Probe(b)) => (
+            Some(b),
+            format!(
+                "the probe's budget ({:.2} GiB): min(MemAvailable, cgroup limit - (usage - inactive_file))",
+                b as f64 / GIB
+            ),
+        ),
+        Some(RamBudget::CgroupLimit { limit, ram, what }) => (
+            Some(limit),
+            format!(
+                "cgroup memory limit ({:.2} GiB, lower than {what} {:.2} GiB)",
+                limit as f64 / GIB,
+                ram as f64 / GIB
+            ),
+        ),
+        Some(RamBudget::Ram { bytes, what }) => {
+            (Some(bytes), format!("{what} (no lower cgroup limit)"))
+        }
+        Some(RamBudget::LimitOnly(l)) => {
+            (Some(l), "cgroup memory limit (MemAvailable unknown)".into())
+        }
+        None => (
+            None,
+            "RAM unknown: the profile has no memory figures".into(),
+        ),
     }
 }
 
@@ -500,57 +512,17 @@ pub fn fit(profile: &Profile, path: &PathSpec, request: &FitRequest) -> MemoryFi
     let weights_bytes = weights.total();
     let parts = kv_parts(model, context, seqs, dtype);
     let kv_bytes = parts.iter().map(|p| p.bytes).fold(0, u64::saturating_add);
-    let kv_flat_bytes = model
-        .num_hidden_layers
-        .saturating_mul(model.kv_bytes_per_token_per_layer(dtype.bytes()))
-        .saturating_mul(context)
-        .saturating_mul(seqs);
-    let (budget_bytes, budget_source) = budget(profile);
-    let headroom_bytes = budget_bytes.map(|b| (b as f64 * request.headroom) as u64);
-    let usable = budget_bytes.zip(headroom_bytes).map(|(b, h)| b - h.min(b));
-    let kv_space = usable.map(|u| u.saturating_sub(weights_bytes));
-    let cpu_vllm = path.runs_in_vllm
-        && matches!(
-            profile.hardware_class,
-            HardwareClass::X86Cpu | HardwareClass::Arm64Cpu
-        );
-    let gpu_vllm = path.runs_in_vllm
-        && matches!(
-            profile.hardware_class,
-            HardwareClass::CudaDiscrete | HardwareClass::Jetson
-        );
+    let kv_flat_bytes = flat_kv_bytes(model, context, seqs, dtype);
+    let room = room(profile, request.headroom, weights_bytes);
+    let cpu_vllm = vllm_on_cpu(profile, path);
     // vLLM reads 0 (or unset) as "size it yourself", so under 1 GiB nothing is stated.
-    let whole_gib = kv_space.map(|s| s / GIB_BYTES);
-    let vllm_cpu_kvcache_space_gib = whole_gib.filter(|g| cpu_vllm && *g >= 1);
+    let vllm_cpu_kvcache_space_gib = room
+        .kv_space
+        .map(|s| s / GIB_BYTES)
+        .filter(|g| cpu_vllm && *g >= 1);
 
     let setup = engine_setup(profile).filter(|_| path.runs_in_vllm);
-    let engine = setup.map(|setup| {
-        let (group_size, groups, bytes_per_sequence) = engine_layout(model, context, dtype, setup);
-        let (kv_space_bytes, kv_space_source) = if cpu_vllm {
-            (
-                whole_gib.map(|g| g * GIB_BYTES),
-                "VLLM_CPU_KVCACHE_SPACE: whole GiB of the budget left after weights and headroom"
-                    .to_string(),
-            )
-        } else {
-            (
-                kv_space,
-                format!(
-                    "gpu_memory_utilization {} of the budget, less the weights",
-                    gpu_utilization(request.headroom)
-                ),
-            )
-        };
-        EngineKv {
-            block_size: setup.block_size,
-            max_num_batched_tokens: setup.max_num_batched_tokens,
-            group_size,
-            groups,
-            bytes_per_sequence,
-            kv_space_bytes,
-            kv_space_source,
-        }
-    });
+    let engine = setup.map(|setup| engine_kv(request, setup, cpu_vllm, room.kv_space));
     let kv_engine_bytes = engine
         .as_ref()
         .map(|e| e.bytes_per_sequence.saturating_mul(seqs));
@@ -558,21 +530,166 @@ pub fn fit(profile: &Profile, path: &PathSpec, request: &FitRequest) -> MemoryFi
     // What decides: the engine's allocation where vLLM runs, else the architecture's.
     let space = match &engine {
         Some(e) => e.kv_space_bytes,
-        None => kv_space,
+        None => room.kv_space,
     };
-    let need = |n: u64, c: u64| -> u64 {
-        match setup {
-            Some(s) => engine_layout(model, n, dtype, s).2.saturating_mul(c),
-            None => kv_total(model, n, c, dtype),
-        }
-    };
-    let weights_fit = usable.map(|u| weights_bytes <= u);
+    let need = |n: u64, c: u64| kv_needed(model, setup, dtype, n, c);
+    let weights_fit = room.usable.map(|u| weights_bytes <= u);
     let fits = weights_fit
         .zip(space)
         .map(|(w, s)| w && need(context, seqs) <= s);
     let context_limit = model.context_limit.as_ref().map(|l| l.tokens);
+    let (max_context, max_concurrency) = limits(request, weights_fit, space, need);
+    let beyond_context_limit = context_limit.is_some_and(|l| context > l);
+
+    let mut fit = MemoryFit {
+        model: model.name.clone(),
+        context,
+        concurrency: seqs,
+        kv_dtype: dtype,
+        weights_bytes,
+        weights,
+        kv_bytes,
+        kv_flat_bytes,
+        kv_saved_bytes: kv_flat_bytes.saturating_sub(kv_bytes),
+        kv_by_layer_kind: parts,
+        kv_engine_bytes,
+        engine,
+        context_limit,
+        context_limit_source: model.context_limit.as_ref().map(|l| l.source.clone()),
+        beyond_context_limit,
+        active_params_per_token: model.moe.as_ref().map(|_| model.active_params_per_token()),
+        budget_bytes: room.budget_bytes,
+        budget_source: room.budget_source,
+        headroom: request.headroom,
+        headroom_bytes: room.headroom_bytes,
+        fits,
+        max_context,
+        max_concurrency,
+        vllm_cpu_kvcache_space_gib,
+        notes: Vec::new(),
+        engine_kwargs: serde_json::Map::new(),
+    };
+    fit.notes = fit_notes(profile, path, model, &fit);
+    fit.engine_kwargs = engine_kwargs(profile, path, &fit);
+    fit
+}
+
+/// The KV cache if every layer held the whole context ("flat"), for `seqs` sequences.
+fn flat_kv_bytes(model: &ModelShape, context: u64, seqs: u64, dtype: KvDtype) -> u64 {
+    model
+        .num_hidden_layers
+        .saturating_mul(model.kv_bytes_per_token_per_layer(dtype.bytes()))
+        .saturating_mul(context)
+        .saturating_mul(seqs)
+}
+
+/// The device's budget, the headroom kept free of it, and what is left for the model.
+struct Room {
+    budget_bytes: Option<u64>,
+    budget_source: String,
+    headroom_bytes: Option<u64>,
+    /// The budget less the headroom.
+    usable: Option<u64>,
+    /// What `usable` leaves for the KV cache once the weights are in.
+    kv_space: Option<u64>,
+}
+
+/// The [`Room`] on `profile` for weights of `weights_bytes`, keeping `headroom` free.
+fn room(profile: &Profile, headroom: f64, weights_bytes: u64) -> Room {
+    let (budget_bytes, budget_source) = budget(profile);
+    let headroom_bytes = budget_bytes.map(|b| (b as f64 * headroom) as u64);
+    let usable = budget_bytes.zip(headroom_bytes).map(|(b, h)| b - h.min(b));
+    Room {
+        budget_bytes,
+        budget_source,
+        headroom_bytes,
+        usable,
+        kv_space: usable.map(|u| u.saturating_sub(weights_bytes)),
+    }
+}
+
+/// True when `path` runs in vLLM's CPU backend on this profile.
+fn vllm_on_cpu(profile: &Profile, path: &PathSpec) -> bool {
+    path.runs_in_vllm
+        && matches!(
+            profile.hardware_class,
+            HardwareClass::X86Cpu | HardwareClass::Arm64Cpu
+        )
+}
+
+/// True when `path` runs in vLLM on this profile's GPU (discrete or Jetson).
+fn vllm_on_gpu(profile: &Profile, path: &PathSpec) -> bool {
+    path.runs_in_vllm
+        && matches!(
+            profile.hardware_class,
+            HardwareClass::CudaDiscrete | HardwareClass::Jetson
+        )
+}
+
+/// The engine's KV figure for `request` under `setup`: its layout per sequence, and
+/// the space it gets (whole GiB of `kv_space` on a CPU, all of it on a GPU).
+fn engine_kv(
+    request: &FitRequest,
+    setup: EngineSetup,
+    cpu_vllm: bool,
+    kv_space: Option<u64>,
+) -> EngineKv {
+    let (group_size, groups, bytes_per_sequence) =
+        engine_layout(&request.model, request.context, request.kv_dtype, setup);
+    let (kv_space_bytes, kv_space_source) = if cpu_vllm {
+        (
+            kv_space.map(|s| s / GIB_BYTES * GIB_BYTES),
+            "VLLM_CPU_KVCACHE_SPACE: whole GiB of the budget left after weights and headroom"
+                .to_string(),
+        )
+    } else {
+        (
+            kv_space,
+            format!(
+                "gpu_memory_utilization {} of the budget, less the weights",
+                gpu_utilization(request.headroom)
+            ),
+        )
+    };
+    EngineKv {
+        block_size: setup.block_size,
+        max_num_batched_tokens: setup.max_num_batched_tokens,
+        group_size,
+        groups,
+        bytes_per_sequence,
+        kv_space_bytes,
+        kv_space_source,
+    }
+}
+
+/// The KV bytes `c` sequences of `n` tokens need: the engine's allocation under
+/// `setup` where vLLM runs, else the architecture's figure.
+fn kv_needed(
+    model: &ModelShape,
+    setup: Option<EngineSetup>,
+    dtype: KvDtype,
+    n: u64,
+    c: u64,
+) -> u64 {
+    match setup {
+        Some(s) => engine_layout(model, n, dtype, s).2.saturating_mul(c),
+        None => kv_total(model, n, c, dtype),
+    }
+}
+
+/// The longest context at the asked concurrency and the most sequences at the asked
+/// context, given whether the weights fit and the KV `space`: (0, 0) when nothing
+/// fits, `None`s when the budget is unknown.
+fn limits(
+    request: &FitRequest,
+    weights_fit: Option<bool>,
+    space: Option<u64>,
+    need: impl Fn(u64, u64) -> u64,
+) -> (Option<u64>, Option<u64>) {
+    let (context, seqs) = (request.context, request.concurrency);
+    let context_limit = request.model.context_limit.as_ref().map(|l| l.tokens);
     let search_to = context_limit.map_or(MAX_CONTEXT_SEARCHED, |l| l.min(MAX_CONTEXT_SEARCHED));
-    let (max_context, max_concurrency) = match (weights_fit, space) {
+    match (weights_fit, space) {
         (Some(true), Some(space)) => {
             let ctx = largest(search_to, |n| need(n, seqs) <= space);
             let per_seq = need(context, 1).max(1);
@@ -581,9 +698,44 @@ pub fn fit(profile: &Profile, path: &PathSpec, request: &FitRequest) -> MemoryFi
         }
         (Some(false), _) | (Some(true), None) => (Some(0), Some(0)),
         (None, _) => (None, None),
-    };
-    let beyond_context_limit = context_limit.is_some_and(|l| context > l);
+    }
+}
 
+/// The fit's notes, in the order `plan` prints them: the model's, the engine's, then
+/// the device's.
+fn fit_notes(
+    profile: &Profile,
+    path: &PathSpec,
+    model: &ModelShape,
+    fit: &MemoryFit,
+) -> Vec<String> {
+    let mut notes = model_notes(model, fit.context);
+    if path.lm_head == LmHead::Quantized && model.tie_word_embeddings {
+        notes.push(format!(
+            "{} ties its lm_head to the embedding; the {} build stores its own quantized lm_head as well ({} bytes)",
+            model.name, path.name, fit.weights.lm_head
+        ));
+    }
+    if let Some(e) = &fit.engine {
+        notes.extend(engine_notes(model, e));
+    }
+    if vllm_on_cpu(profile, path) && fit.kv_dtype.bytes() < 2 {
+        notes.push("vLLM's CPU backend ignores a quantized KV cache dtype and stores it as the model dtype; the figures use the dtype asked for".into());
+    }
+    if profile.hardware_class == HardwareClass::NpuPhone {
+        notes.push("the exported QNN graph has a fixed context length: fitting means choosing the artifact to export, and RAM is shared with the phone's apps".into());
+    }
+    if fit.max_context == Some(MAX_CONTEXT_SEARCHED) {
+        notes.push(format!(
+            "the largest context is at least {MAX_CONTEXT_SEARCHED} tokens (the search stops there)"
+        ));
+    }
+    notes
+}
+
+/// Notes on what the model's config implies: defaulted fields, a multimodal config,
+/// latent attention, experts, and a context past the model's limit.
+fn model_notes(model: &ModelShape, context: u64) -> Vec<String> {
     let mut notes = Vec::new();
     if !model.defaulted.is_empty() {
         let family = model.model_type.as_deref().unwrap_or("the family");
@@ -618,93 +770,62 @@ pub fn fit(profile: &Profile, path: &PathSpec, request: &FitRequest) -> MemoryFi
             model.active_params_per_token()
         ));
     }
-    if beyond_context_limit && let Some(l) = &model.context_limit {
+    if let Some(l) = model.context_limit.as_ref().filter(|l| context > l.tokens) {
         notes.push(format!(
             "--context {context} is past the model's limit of {} tokens ({}): vLLM refuses a longer max_model_len unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, and quality past the trained length is not assured",
             l.tokens, l.source
         ));
     }
-    if path.lm_head == LmHead::Quantized && model.tie_word_embeddings {
-        notes.push(format!(
-            "{} ties its lm_head to the embedding; the {} build stores its own quantized lm_head as well ({} bytes)",
-            model.name, path.name, weights.lm_head
-        ));
-    }
-    if let Some(e) = &engine {
-        let padding: u64 = e.groups.iter().map(|g| g.padding_layers).sum();
-        if padding > 0 {
-            notes.push(format!(
-                "vLLM groups the layers {} at a time and pads the last group of a kind: {padding} padding layer(s) are allocated like real ones",
-                e.group_size
-            ));
-        }
-        if model.layer_kind_counts().2 > 0 {
-            notes.push(
-                "the linear-attention layers' fixed-size state is not counted in either KV figure"
-                    .into(),
-            );
-        }
-    }
-    if cpu_vllm && dtype.bytes() < 2 {
-        notes.push("vLLM's CPU backend ignores a quantized KV cache dtype and stores it as the model dtype; the figures use the dtype asked for".into());
-    }
-    if profile.hardware_class == HardwareClass::NpuPhone {
-        notes.push("the exported QNN graph has a fixed context length: fitting means choosing the artifact to export, and RAM is shared with the phone's apps".into());
-    }
-    if max_context == Some(MAX_CONTEXT_SEARCHED) {
-        notes.push(format!(
-            "the largest context is at least {MAX_CONTEXT_SEARCHED} tokens (the search stops there)"
-        ));
-    }
+    notes
+}
 
-    // The serve line's flags: what the engine figure assumed, so that it starts.
-    let mut engine_kwargs = serde_json::Map::new();
-    if path.runs_in_vllm && fits != Some(false) {
-        engine_kwargs.insert("max_model_len".into(), context.into());
-        if let Some(e) = &engine {
-            engine_kwargs.insert(
-                "max_num_batched_tokens".into(),
-                e.max_num_batched_tokens.into(),
-            );
-        }
-        if let Some(most) = max_concurrency.filter(|m| *m >= 1) {
-            engine_kwargs.insert("max_num_seqs".into(), most.min(MAX_NUM_SEQS_CAP).into());
-        }
-        if gpu_vllm {
-            engine_kwargs.insert(
-                "gpu_memory_utilization".into(),
-                gpu_utilization(request.headroom).into(),
-            );
-        }
+/// Notes on the engine's layout: padding layers, and linear-attention state it leaves out.
+fn engine_notes(model: &ModelShape, engine: &EngineKv) -> Vec<String> {
+    let mut notes = Vec::new();
+    let padding: u64 = engine.groups.iter().map(|g| g.padding_layers).sum();
+    if padding > 0 {
+        notes.push(format!(
+            "vLLM groups the layers {} at a time and pads the last group of a kind: {padding} padding layer(s) are allocated like real ones",
+            engine.group_size
+        ));
     }
-    MemoryFit {
-        model: model.name.clone(),
-        context,
-        concurrency: seqs,
-        kv_dtype: dtype,
-        weights_bytes,
-        weights,
-        kv_bytes,
-        kv_flat_bytes,
-        kv_saved_bytes: kv_flat_bytes.saturating_sub(kv_bytes),
-        kv_by_layer_kind: parts,
-        kv_engine_bytes,
-        engine,
-        context_limit,
-        context_limit_source: model.context_limit.as_ref().map(|l| l.source.clone()),
-        beyond_context_limit,
-        active_params_per_token: model.moe.as_ref().map(|_| model.active_params_per_token()),
-        budget_bytes,
-        budget_source,
-        headroom: request.headroom,
-        headroom_bytes,
-        fits,
-        max_context,
-        max_concurrency,
-        vllm_cpu_kvcache_space_gib,
-        notes,
-        engine_kwargs,
+    if model.layer_kind_counts().2 > 0 {
+        notes.push(
+            "the linear-attention layers' fixed-size state is not counted in either KV figure"
+                .into(),
+        );
     }
+    notes
+}
+
+/// The serve line's flags: what the engine figure assumed, so that it starts. Empty
+/// off vLLM and when the request does not fit.
+fn engine_kwargs(
+    profile: &Profile,
+    path: &PathSpec,
+    fit: &MemoryFit,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut kwargs = serde_json::Map::new();
+    if !path.runs_in_vllm || fit.fits == Some(false) {
+        return kwargs;
+    }
+    kwargs.insert("max_model_len".into(), fit.context.into());
+    if let Some(e) = &fit.engine {
+        kwargs.insert(
+            "max_num_batched_tokens".into(),
+            e.max_num_batched_tokens.into(),
+        );
+    }
+    if let Some(most) = fit.max_concurrency.filter(|m| *m >= 1) {
+        kwargs.insert("max_num_seqs".into(), most.min(MAX_NUM_SEQS_CAP).into());
+    }
+    if vllm_on_gpu(profile, path) {
+        kwargs.insert(
+            "gpu_memory_utilization".into(),
+            gpu_utilization(fit.headroom).into(),
+        );
+    }
+    kwargs
 }
 
 /// `gpu_memory_utilization` for a headroom fraction: the share vLLM may take.
@@ -797,28 +918,8 @@ pub fn env_vars(fit: &MemoryFit) -> Vec<(&'static str, String)> {
 
 /// Rows for the one-device table.
 pub fn rows(fit: &MemoryFit) -> Vec<(String, String)> {
-    let layers = |kind| {
-        let parts = fit.kv_by_layer_kind.iter().filter(|p| p.kind == kind);
-        parts.map(|p| p.layers).sum::<u64>()
-    };
-    let (full, sliding, linear) = (
-        layers(LayerKindName::FullAttention),
-        layers(LayerKindName::SlidingAttention),
-        layers(LayerKindName::LinearAttention),
-    );
-    let pct = |v: f64| format!("{:.0}%", v * 100.0);
     let mut rows = vec![
-        (
-            "model".into(),
-            format!(
-                "{} ({} layers: {} full, {} sliding, {} linear attention)",
-                fit.model,
-                full + sliding + linear,
-                full,
-                sliding,
-                linear
-            ),
-        ),
+        model_row(fit),
         (
             "context x sequences".into(),
             format!(
@@ -828,32 +929,50 @@ pub fn rows(fit: &MemoryFit) -> Vec<(String, String)> {
                 fit.kv_dtype.as_str()
             ),
         ),
-        (
-            "weights".into(),
-            crate::output::gib_exact(fit.weights_bytes),
+    ];
+    rows.extend(weight_rows(fit));
+    rows.extend(kv_rows(fit));
+    rows.push(context_limit_row(fit));
+    rows.extend(verdict_rows(fit));
+    rows
+}
+
+/// The model's row: its name and how many layers of each kind it has.
+fn model_row(fit: &MemoryFit) -> (String, String) {
+    let layers = |kind| {
+        let parts = fit.kv_by_layer_kind.iter().filter(|p| p.kind == kind);
+        parts.map(|p| p.layers).sum::<u64>()
+    };
+    let (full, sliding, linear) = (
+        layers(LayerKindName::FullAttention),
+        layers(LayerKindName::SlidingAttention),
+        layers(LayerKindName::LinearAttention),
+    );
+    (
+        "model".into(),
+        format!(
+            "{} ({} layers: {} full, {} sliding, {} linear attention)",
+            fit.model,
+            full + sliding + linear,
+            full,
+            sliding,
+            linear
         ),
-        (
-            "  linears".into(),
-            crate::output::gib_exact(fit.weights.linears),
-        ),
-        (
-            "  embedding (bf16)".into(),
-            crate::output::gib_exact(fit.weights.embedding),
-        ),
-        (
-            "  lm_head".into(),
-            crate::output::gib_exact(fit.weights.lm_head),
-        ),
-        (
-            "  norms (bf16)".into(),
-            crate::output::gib_exact(fit.weights.norms),
-        ),
+    )
+}
+
+/// The weights' rows: the total, its parts, and for MoE the active parameters.
+fn weight_rows(fit: &MemoryFit) -> Vec<(String, String)> {
+    let gib = crate::output::gib_exact;
+    let mut rows = vec![
+        ("weights".into(), gib(fit.weights_bytes)),
+        ("  linears".into(), gib(fit.weights.linears)),
+        ("  embedding (bf16)".into(), gib(fit.weights.embedding)),
+        ("  lm_head".into(), gib(fit.weights.lm_head)),
+        ("  norms (bf16)".into(), gib(fit.weights.norms)),
     ];
     if fit.weights.router > 0 {
-        rows.push((
-            "  MoE routers (bf16)".into(),
-            crate::output::gib_exact(fit.weights.router),
-        ));
+        rows.push(("  MoE routers (bf16)".into(), gib(fit.weights.router)));
     }
     if let Some(active) = fit.active_params_per_token {
         rows.push((
@@ -861,20 +980,24 @@ pub fn rows(fit: &MemoryFit) -> Vec<(String, String)> {
             format!("{active} (of the weights above, per decoded token)"),
         ));
     }
-    rows.extend([
-        (
-            "KV cache by layer type".into(),
-            crate::output::gib_exact(fit.kv_bytes),
-        ),
+    rows
+}
+
+/// The KV cache's rows: by layer type, flat, and where vLLM runs its allocation and
+/// the space it gets.
+fn kv_rows(fit: &MemoryFit) -> Vec<(String, String)> {
+    let gib = crate::output::gib_exact;
+    let mut rows = vec![
+        ("KV cache by layer type".into(), gib(fit.kv_bytes)),
         (
             "KV cache, flat".into(),
             format!(
                 "{} (per-layer-type saves {})",
-                crate::output::gib_exact(fit.kv_flat_bytes),
-                crate::output::gib_exact(fit.kv_saved_bytes)
+                gib(fit.kv_flat_bytes),
+                gib(fit.kv_saved_bytes)
             ),
         ),
-    ]);
+    ];
     if let (Some(bytes), Some(e)) = (fit.kv_engine_bytes, &fit.engine) {
         let kinds: Vec<String> = e
             .groups
@@ -896,7 +1019,7 @@ pub fn rows(fit: &MemoryFit) -> Vec<(String, String)> {
             "KV cache, vLLM allocates".into(),
             format!(
                 "{} ({}; {}-token blocks, prefill chunk {})",
-                crate::output::gib_exact(bytes),
+                gib(bytes),
                 kinds.join(", "),
                 e.block_size,
                 e.max_num_batched_tokens
@@ -905,11 +1028,16 @@ pub fn rows(fit: &MemoryFit) -> Vec<(String, String)> {
         if let Some(space) = e.kv_space_bytes {
             rows.push((
                 "KV space for vLLM".into(),
-                format!("{}: {}", crate::output::gib_exact(space), e.kv_space_source),
+                format!("{}: {}", gib(space), e.kv_space_source),
             ));
         }
     }
-    rows.push((
+    rows
+}
+
+/// The model's context limit, flagged when `--context` is past it.
+fn context_limit_row(fit: &MemoryFit) -> (String, String) {
+    (
         "context limit".into(),
         match (&fit.context_limit, &fit.context_limit_source) {
             (Some(l), Some(src)) if fit.beyond_context_limit => {
@@ -918,8 +1046,14 @@ pub fn rows(fit: &MemoryFit) -> Vec<(String, String)> {
             (Some(l), Some(src)) => format!("{l} tokens ({src})"),
             _ => "unknown (the config has no max_position_embeddings)".into(),
         },
-    ));
-    rows.extend([
+    )
+}
+
+/// The verdict's rows: budget, headroom, whether it fits, the limits found, and
+/// `VLLM_CPU_KVCACHE_SPACE` where it applies.
+fn verdict_rows(fit: &MemoryFit) -> Vec<(String, String)> {
+    let pct = |v: f64| format!("{:.0}%", v * 100.0);
+    let mut rows = vec![
         (
             "budget".into(),
             match fit.budget_bytes {
@@ -954,7 +1088,7 @@ pub fn rows(fit: &MemoryFit) -> Vec<(String, String)> {
                 .map(|c| format!("{c} at {} tokens", fit.context))
                 .unwrap_or_else(|| "unknown".into()),
         ),
-    ]);
+    ];
     if let Some(g) = fit.vllm_cpu_kvcache_space_gib {
         rows.push((
             "VLLM_CPU_KVCACHE_SPACE".into(),

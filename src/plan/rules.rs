@@ -24,7 +24,7 @@ use super::catalog::{Catalog, PathId, PathSpec};
 use super::schema::{
     Alternative, Fact, PLAN_SCHEMA_VERSION, Plan, PlannedPath, Priority, Step, Verified,
 };
-use crate::profile::{HardwareClass, Profile};
+use crate::profile::{Feature, HardwareClass, Profile};
 
 /// Chooses the weight path for `profile` at `priority`, with the trace that led there.
 pub fn decide(profile: &Profile, priority: impl Into<Priority>, catalog: &Catalog) -> Plan {
@@ -466,99 +466,97 @@ fn amx_fact_labels(profile: &Profile) -> (String, String) {
 
 /// Whether the W4A8 AMX kernel can run: AMX-INT8 usable, or (without OS facts) the flags.
 fn amx_int8_usable(profile: &Profile, origin: &str) -> (bool, Step) {
+    match profile.cpu.features.get("amx_int8") {
+        Some(f) if f.os.is_some() => amx_from_os_facts(profile, f, origin),
+        feature => amx_from_flags(profile, feature, origin),
+    }
+}
+
+/// The AMX verdict from the probe's OS facts (CPU, OS enablement, usable).
+fn amx_from_os_facts(profile: &Profile, f: &Feature, origin: &str) -> (bool, Step) {
+    let (cpu_label, os_label) = amx_fact_labels(profile);
+    let facts = vec![
+        fact(
+            "cpu.features.amx_int8.cpu",
+            json!(f.cpu),
+            format!("{cpu_label} ({origin})"),
+        ),
+        fact(
+            "cpu.features.amx_int8.os",
+            json!(f.os),
+            format!("{os_label} ({origin})"),
+        ),
+        fact(
+            "cpu.features.amx_int8.usable",
+            json!(f.usable),
+            format!("probe verdict ({origin})"),
+        ),
+    ];
+    let outcome = if f.usable {
+        "AMX-INT8 usable: the CPU has INT8 tiles and the OS granted the tile state, so the W4A8 kernel can run".to_string()
+    } else if f.cpu {
+        let seed = if profile.cpu.has_flag("amx_tile") || profile.cpu.has_flag("amx_bf16") {
+            " (a test of the amx_tile/amx_bf16 flags alone, as the original study's selector did, would have said yes)"
+        } else {
+            ""
+        };
+        format!(
+            "AMX-INT8 not usable: the CPU has it but the OS has not enabled the tile state or refused the permission{seed}"
+        )
+    } else {
+        "AMX-INT8 not usable: the CPU does not report INT8 tiles".to_string()
+    };
+    let step = Step {
+        rule: "amx_int8_usable".to_string(),
+        outcome,
+        facts,
+    };
+    (f.usable, step)
+}
+
+/// The AMX verdict without OS facts (`feature` absent, or its `os` null): the
+/// /proc/cpuinfo flags amx_tile + amx_int8.
+fn amx_from_flags(profile: &Profile, feature: Option<&Feature>, origin: &str) -> (bool, Step) {
     let flags_tile = profile.cpu.has_flag("amx_tile");
     let flags_int8 = profile.cpu.has_flag("amx_int8");
-    let flags_bf16 = profile.cpu.has_flag("amx_bf16");
-    let feature = profile.cpu.features.get("amx_int8");
-    let rule = "amx_int8_usable".to_string();
-    let (cpu_label, os_label) = amx_fact_labels(profile);
-    match feature {
-        Some(f) if f.os.is_some() => {
-            let facts = vec![
-                fact(
-                    "cpu.features.amx_int8.cpu",
-                    json!(f.cpu),
-                    format!("{cpu_label} ({origin})"),
-                ),
-                fact(
-                    "cpu.features.amx_int8.os",
-                    json!(f.os),
-                    format!("{os_label} ({origin})"),
-                ),
-                fact(
-                    "cpu.features.amx_int8.usable",
-                    json!(f.usable),
-                    format!("probe verdict ({origin})"),
-                ),
-            ];
-            let outcome = if f.usable {
-                "AMX-INT8 usable: the CPU has INT8 tiles and the OS granted the tile state, so the W4A8 kernel can run".to_string()
-            } else if f.cpu {
-                let seed = if flags_tile || flags_bf16 {
-                    " (a test of the amx_tile/amx_bf16 flags alone, as the original study's selector did, would have said yes)"
-                } else {
-                    ""
-                };
-                format!(
-                    "AMX-INT8 not usable: the CPU has it but the OS has not enabled the tile state or refused the permission{seed}"
-                )
-            } else {
-                "AMX-INT8 not usable: the CPU does not report INT8 tiles".to_string()
-            };
-            (
-                f.usable,
-                Step {
-                    rule,
-                    outcome,
-                    facts,
-                },
-            )
-        }
-        _ => {
-            let why = match feature {
-                Some(_) => {
-                    "cpu.features.amx_int8.os is null (OS enablement unknown, as under a sysroot)"
-                }
-                None => "the profile has no cpu.features.amx_int8 entry",
-            };
-            let usable = flags_tile && flags_int8;
-            let mut facts = vec![
-                fact(
-                    "cpu.flags has amx_tile",
-                    json!(flags_tile),
-                    format!("/proc/cpuinfo flags ({origin})"),
-                ),
-                fact(
-                    "cpu.flags has amx_int8",
-                    json!(flags_int8),
-                    format!("/proc/cpuinfo flags ({origin})"),
-                ),
-            ];
-            if let Some(f) = feature {
-                facts.push(fact(
-                    "cpu.features.amx_int8.os",
-                    json!(f.os),
-                    origin.to_string(),
-                ));
-            }
-            let verdict = if usable {
-                "present, taken as usable"
-            } else {
-                "absent"
-            };
-            let outcome = format!(
-                "no OS facts ({why}): falling back to the /proc/cpuinfo flags amx_tile + amx_int8: {verdict}; the kernel-filtered flags imply the OS enabled the tiles but not that this process may use them"
-            );
-            (
-                usable,
-                Step {
-                    rule,
-                    outcome,
-                    facts,
-                },
-            )
-        }
+    let why = match feature {
+        Some(_) => "cpu.features.amx_int8.os is null (OS enablement unknown, as under a sysroot)",
+        None => "the profile has no cpu.features.amx_int8 entry",
+    };
+    let usable = flags_tile && flags_int8;
+    let mut facts = vec![
+        fact(
+            "cpu.flags has amx_tile",
+            json!(flags_tile),
+            format!("/proc/cpuinfo flags ({origin})"),
+        ),
+        fact(
+            "cpu.flags has amx_int8",
+            json!(flags_int8),
+            format!("/proc/cpuinfo flags ({origin})"),
+        ),
+    ];
+    if let Some(f) = feature {
+        facts.push(fact(
+            "cpu.features.amx_int8.os",
+            json!(f.os),
+            origin.to_string(),
+        ));
     }
+    let verdict = if usable {
+        "present, taken as usable"
+    } else {
+        "absent"
+    };
+    let outcome = format!(
+        "no OS facts ({why}): falling back to the /proc/cpuinfo flags amx_tile + amx_int8: {verdict}; the kernel-filtered flags imply the OS enabled the tiles but not that this process may use them"
+    );
+    let step = Step {
+        rule: "amx_int8_usable".to_string(),
+        outcome,
+        facts,
+    };
+    (usable, step)
 }
 
 #[cfg(test)]

@@ -104,7 +104,24 @@ EDGEPLAN_PY
 }
 "#;
 
+/// The GPTQ build script: its header and checks, the GPTQModel program, then the
+/// `vllm serve` line.
 fn gptq(s: &mut String, plan: &Plan, head_quantized: bool) -> anyhow::Result<()> {
+    gptq_shell(s, plan, head_quantized)?;
+    gptq_python(
+        s,
+        plan.path.group_size.unwrap_or(128),
+        plan.priority == Priority::Speed,
+        head_quantized,
+    )?;
+    threads_line(s, plan)?;
+    writeln!(s, "exec vllm serve \"$OUT_DIR\" {}", vllm_flags(plan))?;
+    Ok(())
+}
+
+/// The GPTQ script's header (settings, usage, prerequisites) and its argument and
+/// prerequisite checks.
+fn gptq_shell(s: &mut String, plan: &Plan, head_quantized: bool) -> std::fmt::Result {
     let p = &plan.path;
     let group = p.group_size.unwrap_or(128);
     let sym = plan.priority == Priority::Speed;
@@ -142,7 +159,23 @@ need_cmd python3 "Python 3.10 or later"
 need_py torch transformers gptqmodel
 [ "${{EDGEPLAN_NO_SERVE:-0}}" = 1 ] || need_cmd vllm "{serve_pkg}"
 
-python3 - "$MODEL_DIR" "$CALIBRATION" "$OUT_DIR" <<'{PY_DELIMITER}'
+"#,
+        name = p.name,
+        head = if head_quantized {
+            "quantized, untied first when tied"
+        } else {
+            "model dtype"
+        },
+    )
+}
+
+/// The GPTQModel program (a quoted heredoc): untie a tied head when it is to be
+/// quantized, quantize with `group`, `sym` and the head setting, save; then the
+/// build-only exit.
+fn gptq_python(s: &mut String, group: u32, sym: bool, head_quantized: bool) -> std::fmt::Result {
+    write!(
+        s,
+        r#"python3 - "$MODEL_DIR" "$CALIBRATION" "$OUT_DIR" <<'{PY_DELIMITER}'
 import shutil
 import sys
 import tempfile
@@ -195,20 +228,12 @@ print(f"wrote {{out_dir}}", file=sys.stderr)
 
 [ "${{EDGEPLAN_NO_SERVE:-0}}" = 1 ] && exit 0
 "#,
-        name = p.name,
-        head = if head_quantized {
-            "quantized, untied first when tied"
-        } else {
-            "model dtype"
-        },
         sym_py = if sym { "True" } else { "False" },
         head_py = if head_quantized { "True" } else { "False" },
-    )?;
-    threads_line(s, plan)?;
-    writeln!(s, "exec vllm serve \"$OUT_DIR\" {flags}")?;
-    Ok(())
+    )
 }
 
+/// The 16-bit GPU script: no conversion, the `vllm serve` line in `dtype`.
 fn serve16(s: &mut String, plan: &Plan, dtype: &str) -> anyhow::Result<()> {
     let flags = vllm_flags(plan);
     let flags = if flags.is_empty() {
@@ -236,27 +261,9 @@ exec vllm serve "$MODEL" {flags}
     Ok(())
 }
 
+/// The phone NPU script: an AI Hub quantize and compile job for the profile's HTP arch.
 fn qnn(s: &mut String, profile: &Profile) -> anyhow::Result<()> {
-    let android = profile.android.as_ref();
-    let htp = android
-        .and_then(|a| a.npu.as_ref())
-        .and_then(|n| n.htp_arch.clone());
-    let soc = android.and_then(|a| a.soc_model.clone());
-    let Some(htp) = htp else {
-        return Err(crate::error::data_error(
-            "android.npu.htp_arch is unknown: the QNN export needs the HTP (Hexagon) arch; re-probe on the phone",
-        ));
-    };
-    if !htp.chars().all(|c| c.is_ascii_alphanumeric()) {
-        return Err(crate::error::data_error(format!(
-            "android.npu.htp_arch {htp:?} is not an arch name like v75"
-        )));
-    }
-    let soc = soc.unwrap_or_else(|| "unknown".into());
-    let soc: String = soc
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || "-_ ".contains(*c))
-        .collect();
+    let (htp, soc) = qnn_target(profile)?;
     write!(
         s,
         r#"#
@@ -329,4 +336,30 @@ print(f"wrote {{out_path}}", file=sys.stderr)
 "#
     )?;
     Ok(())
+}
+
+/// The profile's HTP (Hexagon) arch, checked to be a plain arch name, and its SoC
+/// model (`unknown` when the profile has none) reduced to safe characters.
+fn qnn_target(profile: &Profile) -> anyhow::Result<(String, String)> {
+    let android = profile.android.as_ref();
+    let htp = android
+        .and_then(|a| a.npu.as_ref())
+        .and_then(|n| n.htp_arch.clone());
+    let soc = android.and_then(|a| a.soc_model.clone());
+    let Some(htp) = htp else {
+        return Err(crate::error::data_error(
+            "android.npu.htp_arch is unknown: the QNN export needs the HTP (Hexagon) arch; re-probe on the phone",
+        ));
+    };
+    if !htp.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return Err(crate::error::data_error(format!(
+            "android.npu.htp_arch {htp:?} is not an arch name like v75"
+        )));
+    }
+    let soc = soc.unwrap_or_else(|| "unknown".into());
+    let soc: String = soc
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || "-_ ".contains(*c))
+        .collect();
+    Ok((htp, soc))
 }
