@@ -60,8 +60,7 @@ pub struct FitArgs {
 
 /// Loads the model (65 for a bad config, 66 for a missing one).
 fn fit_request(fit: &FitArgs) -> anyhow::Result<memory::FitRequest> {
-    let model = crate::model::ModelShape::load(&fit.model)
-        .with_context(|| format!("--model {}", fit.model))?;
+    let model = crate::model::ModelShape::load(&fit.model).context("--model")?;
     Ok(memory::FitRequest {
         model,
         context: fit.context,

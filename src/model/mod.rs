@@ -109,6 +109,11 @@ pub struct ModelShape {
     pub context_limit: Option<ContextLimit>,
     /// Keys the config left out and the family's default filled in.
     pub defaulted: Vec<String>,
+    /// The config's `quantization_config`, summarised (`gptq, 4-bit, group 128`), when
+    /// it describes an already-quantized checkpoint; the shape is the same, the weights
+    /// on disk are not bf16.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quantized: Option<String>,
 }
 
 /// One linear layer as a GEMM: `y[M][n] = x[M][k] · W[n][k]ᵀ`.
@@ -244,6 +249,7 @@ impl ModelShape {
             multimodal: !std::ptr::eq(cfg, top),
             context_limit,
             defaulted,
+            quantized: quantization_summary(top).or_else(|| quantization_summary(cfg)),
         })
     }
 
@@ -434,6 +440,28 @@ fn str_of(map: &Map<String, Value>, key: &str) -> Option<String> {
 }
 
 /// The part of the config that holds the language model's shape, and its
+/// A one-line summary of `quantization_config` (method, bits, group size), when the
+/// config has one: `gptq, 4-bit, group 128`; `None` without it.
+fn quantization_summary(cfg: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
+    let q = cfg.get("quantization_config")?.as_object()?;
+    let method = q
+        .get("quant_method")
+        .and_then(|m| m.as_str())
+        .unwrap_or("unknown method");
+    let mut parts = vec![method.to_string()];
+    if let Some(bits) = q.get("bits").and_then(|b| b.as_u64()) {
+        parts.push(format!("{bits}-bit"));
+    }
+    if let Some(g) = q.get("group_size").and_then(|g| g.as_i64()) {
+        parts.push(if g > 0 {
+            format!("group {g}")
+        } else {
+            "per channel".into()
+        });
+    }
+    Some(parts.join(", "))
+}
+
 /// `model_type`: a multimodal config's `text_config` (when the top level has no
 /// `hidden_size` of its own, or is a wrapper whose text family is known), else the top.
 fn language_config<'a>(
@@ -981,6 +1009,48 @@ mod tests {
             "num_attention_heads": 4, "vocab_size": 1000, "sliding_window": 4096}"#;
         let m = ModelShape::from_config_json(mistral, "m.json").unwrap();
         assert_eq!(m.layer_kind_counts(), (0, 2, 0));
+    }
+
+    #[test]
+    fn an_already_quantized_checkpoint_is_named() {
+        let with = |q: &str| {
+            format!(
+                r#"{{"model_type": "llama", "hidden_size": 256, "intermediate_size": 512,
+                "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000{q}}}"#
+            )
+        };
+        let quantized = |q: &str| {
+            ModelShape::from_config_json(&with(q), "c.json")
+                .unwrap()
+                .quantized
+        };
+        assert_eq!(quantized(""), None);
+        assert_eq!(
+            quantized(
+                r#", "quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 128}"#
+            )
+            .as_deref(),
+            Some("gptq, 4-bit, group 128")
+        );
+        assert_eq!(
+            quantized(
+                r#", "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": -1}"#
+            )
+            .as_deref(),
+            Some("awq, 4-bit, per channel")
+        );
+        assert_eq!(
+            quantized(r#", "quantization_config": {"load_in_8bit": true}"#).as_deref(),
+            Some("unknown method")
+        );
+        // The shape is the model's either way.
+        let plain = ModelShape::from_config_json(&with(""), "c.json").unwrap();
+        let gptq = ModelShape::from_config_json(
+            &with(r#", "quantization_config": {"quant_method": "gptq", "bits": 4}"#),
+            "c.json",
+        )
+        .unwrap();
+        assert_eq!(plain.decoder_linear_params(), gptq.decoder_linear_params());
     }
 
     #[test]

@@ -753,6 +753,11 @@ fn model_notes(model: &ModelShape, context: u64) -> Vec<String> {
     if model.multimodal {
         notes.push("read from the config's text_config: the vision (or audio) encoder's weights are not counted".into());
     }
+    if let Some(q) = &model.quantized {
+        notes.push(format!(
+            "the config describes an already-quantized checkpoint ({q}): each path's weights are sized from the model's shape, and the build script quantizes from bf16 weights, so give it the original (unquantized) model"
+        ));
+    }
     if let Some(m) = &model.mla {
         notes.push(format!(
             "latent attention: the KV cache holds one compressed latent of {} values per token and layer (kv_lora_rank + qk_rope_head_dim), as vLLM caches it; transformers' own cache holds the decompressed K and V",
