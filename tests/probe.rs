@@ -1199,3 +1199,25 @@ fn hybrid_parts_are_named_from_the_kernels_per_type_cpu_lists() {
             .contains("hybrid")
     );
 }
+
+#[test]
+fn a_memtotal_that_is_not_a_count_is_named_as_such() {
+    for (meminfo, says) in [
+        (
+            "MemTotal: 99999999999999999999 kB\n",
+            "not a byte count in kB",
+        ),
+        ("MemFree: 5 kB\n", "no MemTotal line"),
+    ] {
+        let dir = tree();
+        put(dir.path(), "proc/cpuinfo", X86_CPUINFO.as_bytes());
+        put(dir.path(), "proc/meminfo", meminfo.as_bytes());
+        edgeplan()
+            .args(["probe", "--sysroot"])
+            .arg(dir.path())
+            .assert()
+            .success()
+            .stderr(predicate::str::contains(says))
+            .stdout(predicate::str::contains("\"total_bytes\": null"));
+    }
+}

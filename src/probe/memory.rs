@@ -57,8 +57,13 @@ pub fn read(sys: &SysRoot, cgroup: &CgroupFacts) -> Memory {
                     .sources
                     .insert("total_bytes".into(), "/proc/meminfo MemTotal".into());
             } else {
+                let what = if text.lines().any(|l| l.starts_with("MemTotal:")) {
+                    "a MemTotal line that is not a byte count in kB"
+                } else {
+                    "no MemTotal line"
+                };
                 sys.warn(format!(
-                    "{}: no MemTotal line; total memory unknown",
+                    "{}: {what}; total memory unknown",
                     sys.shown("/proc/meminfo")
                 ));
             }
