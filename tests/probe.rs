@@ -347,12 +347,15 @@ fn garbage_cpuinfo_without_other_signals_is_65() {
                 .and(predicate::str::contains("cpuinfo")),
         )
         .stderr(predicate::str::contains("panicked").not());
-    // An empty tree says nothing either.
+    // An empty tree says nothing either, and the error says the file is missing.
     edgeplan()
         .args(["probe", "--sysroot"])
         .arg(tree().path())
         .assert()
-        .code(65);
+        .code(65)
+        .stderr(predicate::str::contains(
+            "missing, and nothing else in the tree",
+        ));
 }
 
 #[test]

@@ -300,6 +300,9 @@ fn decide_arch(sys: &SysRoot, info: &CpuInfo) -> anyhow::Result<Arch> {
             ));
             Ok(arch)
         }
+        None if !sys.exists("/proc/cpuinfo") => Err(data_error(format!(
+            "{shown}: missing, and nothing else in the tree names the architecture: is this the root of a captured tree (it holds proc/cpuinfo)?"
+        ))),
         None => Err(data_error(format!(
             "{shown}: cannot tell the architecture: no line that only one architecture's kernel writes (x86 `vendor_id`/`flags`, Arm `CPU implementer`/`Features`, ...), and nothing else in the tree names one; capture /proc/cpuinfo again"
         ))),
