@@ -88,6 +88,12 @@ impl TileEngine for AmxBf16 {
     }
 
     unsafe fn block(&self, args: &BlockArgs, c: &mut CTile) {
+        // The loop below is `dec; jnz`: entered with 0 steps it would run 2^64 times, reading
+        // far past the operands. No K means C = 0 (what the emulator computes too).
+        if args.ksteps == 0 {
+            c.0.fill(0.0);
+            return;
+        }
         let a1 = args.a.wrapping_add(16 * args.lda);
         // SAFETY: the caller guarantees the operand ranges and that begin() configured the
         // tiles; tileloadd/tilestored use SIB addressing with the stride in the index
