@@ -343,6 +343,20 @@ mod tests {
         assert_eq!(std::mem::align_of_val(cfg), 64);
     }
 
+    /// The AMX loops with the kernels' real permission answer (the test above passes a
+    /// refusal, so it never reaches them): on an AMX host this executes `ldtilecfg`, the
+    /// loads, the TDPs and `tilerelease`; elsewhere it prints why not.
+    #[test]
+    fn amx_loops_run_where_permitted() {
+        let amx = crate::kernels::cpu::amx_permission().map_err(|m| m.to_string());
+        for unit in [Unit::AmxInt8, Unit::AmxBf16] {
+            match loop_for(unit, &amx) {
+                Ok(lp) => (lp.run)(1000),
+                Err(why) => eprintln!("SKIPPED {} peak loop: {why}", unit.as_str()),
+            }
+        }
+    }
+
     #[test]
     fn available_loops_run() {
         for &unit in super::super::UNITS {
