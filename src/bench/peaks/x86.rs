@@ -343,6 +343,22 @@ mod tests {
         assert_eq!(std::mem::align_of_val(cfg), 64);
     }
 
+    /// The AMX loops with the kernels' real permission answer (the test above passes a
+    /// refusal, so it never reaches them): on an AMX host this executes `ldtilecfg`, the
+    /// loads, the TDPs and `tilerelease`; a loop is refused only without the CPU bit or
+    /// the permission.
+    #[test]
+    fn amx_loops_run_where_permitted() {
+        let amx = crate::kernels::cpu::amx_permission().map_err(|m| m.to_string());
+        let live = crate::arch::features::live();
+        for (unit, bit) in [(Unit::AmxInt8, "amx_int8"), (Unit::AmxBf16, "amx_bf16")] {
+            match loop_for(unit, &amx) {
+                Ok(lp) => (lp.run)(1000),
+                Err(why) => assert!(amx.is_err() || !live.get(bit).cpu, "{why}"),
+            }
+        }
+    }
+
     #[test]
     fn available_loops_run() {
         for &unit in super::super::UNITS {

@@ -493,6 +493,43 @@ mod tests {
         }
     }
 
+    /// One block on the hardware against the emulator, bit for bit (integer arithmetic, so
+    /// any difference is a semantic one: operand order, signedness, VNNI layout, strides).
+    /// Full-range bytes on both sides, so swapping the signed and unsigned operands shows.
+    #[test]
+    fn hardware_block_matches_emulator() {
+        if let Err(e) = crate::kernels::registry::by_name("w4a8-amx")
+            .unwrap()
+            .ready()
+        {
+            eprintln!("SKIPPED w4a8-amx block vs emulator: {e}");
+            return;
+        }
+        // SAFETY: `ready()` just confirmed every feature `W4A8_AMX.requires` lists.
+        let amx = unsafe { Amx::new_unchecked() };
+        let mut rng = Rng::new(77);
+        let lda = 192;
+        let a: Vec<i8> = (0..32 * lda).map(|_| rng.next_u64() as i8).collect();
+        let mut b = [0u8; 4 * TILE];
+        b.iter_mut().for_each(|x| *x = rng.next_u64() as u8);
+        for row_blocks in [1, 2] {
+            let (mut want, mut got) = ([0i32; 1024], [0i32; 1024]);
+            // SAFETY: A holds 32 rows of `lda` ≥ 128 bytes.
+            unsafe { Emulated.block(a.as_ptr(), lda, row_blocks, &b, &mut want) };
+            amx.begin();
+            // SAFETY: as above; `begin` configured the tiles on this thread.
+            unsafe { amx.block(a.as_ptr(), lda, row_blocks, &b, &mut got) };
+            amx.end();
+            let n = 512 * row_blocks;
+            if let Some(i) = (0..n).find(|&i| want[i] != got[i]) {
+                panic!(
+                    "tdpbsud block ({row_blocks} row blocks): C[{i}] = {} on AMX, {} emulated",
+                    got[i], want[i]
+                );
+            }
+        }
+    }
+
     #[test]
     fn tile_config_is_valid() {
         let c = tile::TileConfig::all_16x64();
