@@ -22,6 +22,7 @@ pub(crate) mod amx;
 pub(crate) mod bf16;
 mod dpbf16;
 mod lanes;
+mod prefetch;
 pub mod stream;
 pub(crate) mod w4a16;
 pub(crate) mod w4a8;

@@ -15,10 +15,15 @@ struct InPlace<'a> {
 
 impl BlockSource for InPlace<'_> {
     fn block(&self, panel: usize, group: usize, _scratch: &mut Block) -> *const u8 {
+        self.source(panel, group).as_ptr()
+    }
+    fn source(&self, panel: usize, group: usize) -> &[u8] {
         let k = self.w.k();
         let start = panel * PANEL * k + group * BLOCK_BYTES / 2;
         let blk = &self.w.as_slice()[start..start + BLOCK_BYTES / 2];
-        blk.as_ptr().cast()
+        // SAFETY: `Bf16` is `repr(transparent)` over `u16`, so the block's BLOCK_BYTES / 2
+        // initialized values are BLOCK_BYTES readable bytes with the same lifetime.
+        unsafe { core::slice::from_raw_parts(blk.as_ptr().cast::<u8>(), BLOCK_BYTES) }
     }
 }
 

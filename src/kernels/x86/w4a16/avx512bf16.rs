@@ -207,6 +207,9 @@ impl BlockSource for Dequant<'_> {
         unsafe { dequant_record(self.v, self.w.record(panel, group), scratch) };
         scratch.0.as_ptr()
     }
+    fn source(&self, panel: usize, group: usize) -> &[u8] {
+        self.w.record(panel, group)
+    }
 }
 
 /// One P64·G128 record → 64 pair rows of 256 bytes (row `4o + u` holds k = 8o+2u, 8o+2u+1).

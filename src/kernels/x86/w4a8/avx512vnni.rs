@@ -26,6 +26,7 @@ use crate::kernels::panel_split::{run_grid, w4a8_panels};
 use crate::kernels::pool::ThreadPool;
 use crate::kernels::registry::{KernelFn, Phase, Unit, Variant};
 use crate::kernels::weights::GROUP;
+use crate::kernels::x86::prefetch::NextBlock;
 
 /// AVX-512 VNNI W4A8 (decode GEMV; prefill GEMM where AMX is absent).
 pub static W4A8_AVX512VNNI: Variant = Variant {
@@ -262,20 +263,6 @@ fn unpack(rec: &[u8], dst: &mut Unpacked) {
 /// ~800 cycles, so 68 lines arrive over the first 17 blocks of a 128-row chunk).
 const PREFETCH_LINES_PER_BLOCK: usize = 4;
 
-/// Prefetches lines `*line..*line + count` (capped at the record's end) of `next` into L1,
-/// advancing `*line`.
-#[inline(always)]
-fn prefetch_lines(next: Option<&[u8]>, line: &mut usize, count: usize) {
-    let Some(rec) = next else { return };
-    let stop = rec.len().div_ceil(64).min(line.saturating_add(count));
-    while *line < stop {
-        // SAFETY: the address is inside `rec` (line·64 < rec.len()); a prefetch never faults
-        // and writes nothing.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(rec.as_ptr().add(64 * *line).cast()) };
-        *line += 1;
-    }
-}
-
 /// Rows `r0..r0+mr` of group `g` against the unpacked record, into `tile` rows `0..mr`
 /// (`add`: accumulate onto earlier groups, else overwrite). Meanwhile the next record of the
 /// panel (`next`), which `unpack` reads from DRAM once these rows are done, is prefetched a
@@ -301,9 +288,9 @@ unsafe fn gemm_rows(
 ) {
     assert!(tile.len() >= mr * PANEL && (r0 + mr) * k <= a.codes().len());
     let mut r = 0;
-    let mut line = 0;
+    let mut next = NextBlock::new(next);
     while r < mr {
-        prefetch_lines(next, &mut line, PREFETCH_LINES_PER_BLOCK);
+        next.advance(PREFETCH_LINES_PER_BLOCK);
         let rows = GEMM_MR.min(mr - r);
         let x = a.codes()[(r0 + r) * k + g * GROUP..].as_ptr();
         let c = &mut tile[r * PANEL..(r + rows) * PANEL];
@@ -327,7 +314,7 @@ unsafe fn gemm_rows(
         }
         r += rows;
     }
-    prefetch_lines(next, &mut line, usize::MAX);
+    next.finish();
 }
 
 /// R rows × 64 columns of one group: 32 quads of broadcast + `vpdpbusd`, then the f32
