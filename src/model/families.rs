@@ -44,7 +44,34 @@ pub struct Family {
     pub sliding: SlidingRule,
     /// gate + up + down (SwiGLU/GeGLU) when true; up + down (`c_fc`, `c_proj`) when false.
     pub gated_mlp: bool,
+    /// The family's own names for the keys edgeplan reads, as (edgeplan's key, the
+    /// family's key): GPT-2's `n_embd` is `hidden_size` (the `attribute_map` of the
+    /// config class, or the names its `__init__` takes).
+    pub aliases: &'static [(&'static str, &'static str)],
+    /// When the MLP width is left out (or null), it is this many times `hidden_size`
+    /// (GPT-2's `n_inner: null` is 4 × `n_embd`); `None` when the defaults state it.
+    pub ffn_mult: Option<u64>,
 }
+
+/// The fields most families share: no other key names, the MLP width stated.
+const PLAIN: Family = Family {
+    model_type: "",
+    class: "",
+    defaults: "{}",
+    sliding: SlidingRule::AllWhenSet,
+    gated_mlp: true,
+    aliases: &[],
+    ffn_mult: None,
+};
+
+/// GPT-2's key names, shared by GPT-J, GPT-BigCode and Phi-1/2's remote-code configs.
+const GPT2_NAMES: &[(&str, &str)] = &[
+    ("hidden_size", "n_embd"),
+    ("num_hidden_layers", "n_layer"),
+    ("num_attention_heads", "n_head"),
+    ("intermediate_size", "n_inner"),
+    ("max_position_embeddings", "n_positions"),
+];
 
 /// Families whose config classes edgeplan knows. A multimodal config is read through
 /// its `text_config`, whose own `model_type` (or the mapping in [`text_family_of`])
@@ -58,6 +85,7 @@ pub const FAMILIES: &[Family] = &[
             "tie_word_embeddings": false}"#,
         sliding: SlidingRule::AllWhenSet,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "mistral",
@@ -68,6 +96,7 @@ pub const FAMILIES: &[Family] = &[
             "sliding_window": 4096}"#,
         sliding: SlidingRule::AllWhenSet,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "mixtral",
@@ -78,6 +107,7 @@ pub const FAMILIES: &[Family] = &[
             "num_experts_per_tok": 2, "num_local_experts": 8}"#,
         sliding: SlidingRule::AllWhenSet,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "qwen2",
@@ -88,6 +118,7 @@ pub const FAMILIES: &[Family] = &[
             "use_sliding_window": false, "sliding_window": 4096, "max_window_layers": 28}"#,
         sliding: SlidingRule::QwenSwitch,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "qwen2_moe",
@@ -101,6 +132,7 @@ pub const FAMILIES: &[Family] = &[
             "num_experts": 60, "mlp_only_layers": []}"#,
         sliding: SlidingRule::QwenSwitch,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "qwen3",
@@ -111,6 +143,7 @@ pub const FAMILIES: &[Family] = &[
             "use_sliding_window": false, "sliding_window": 4096, "max_window_layers": 28}"#,
         sliding: SlidingRule::QwenSwitch,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "qwen3_moe",
@@ -123,6 +156,7 @@ pub const FAMILIES: &[Family] = &[
             "num_experts_per_tok": 8, "num_experts": 128, "mlp_only_layers": []}"#,
         sliding: SlidingRule::QwenSwitch,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "gemma",
@@ -132,6 +166,7 @@ pub const FAMILIES: &[Family] = &[
             "head_dim": 256, "max_position_embeddings": 8192, "tie_word_embeddings": true}"#,
         sliding: SlidingRule::AllWhenSet,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "gemma2",
@@ -142,6 +177,7 @@ pub const FAMILIES: &[Family] = &[
             "sliding_window": 4096}"#,
         sliding: SlidingRule::Alternating,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "gemma3_text",
@@ -152,6 +188,7 @@ pub const FAMILIES: &[Family] = &[
             "sliding_window": 4096, "sliding_window_pattern": 6}"#,
         sliding: SlidingRule::EveryNthGlobal,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "phi3",
@@ -161,6 +198,7 @@ pub const FAMILIES: &[Family] = &[
             "original_max_position_embeddings": 4096, "tie_word_embeddings": false}"#,
         sliding: SlidingRule::AllWhenSet,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "phimoe",
@@ -171,6 +209,7 @@ pub const FAMILIES: &[Family] = &[
             "num_experts_per_tok": 2, "num_local_experts": 16}"#,
         sliding: SlidingRule::AllWhenSet,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "starcoder2",
@@ -180,6 +219,7 @@ pub const FAMILIES: &[Family] = &[
             "max_position_embeddings": 4096, "tie_word_embeddings": true}"#,
         sliding: SlidingRule::AllWhenSet,
         gated_mlp: false,
+        ..PLAIN
     },
     Family {
         model_type: "olmoe",
@@ -189,6 +229,7 @@ pub const FAMILIES: &[Family] = &[
             "tie_word_embeddings": false, "num_experts_per_tok": 8, "num_experts": 64}"#,
         sliding: SlidingRule::AllWhenSet,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "gpt_oss",
@@ -199,6 +240,7 @@ pub const FAMILIES: &[Family] = &[
             "sliding_window": 128, "num_local_experts": 128, "num_experts_per_tok": 4}"#,
         sliding: SlidingRule::Alternating,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "smollm3",
@@ -209,6 +251,7 @@ pub const FAMILIES: &[Family] = &[
             "use_sliding_window": false, "max_window_layers": 28}"#,
         sliding: SlidingRule::QwenSwitch,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "granite",
@@ -218,6 +261,7 @@ pub const FAMILIES: &[Family] = &[
             "tie_word_embeddings": false}"#,
         sliding: SlidingRule::AllWhenSet,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "olmo2",
@@ -227,12 +271,150 @@ pub const FAMILIES: &[Family] = &[
             "tie_word_embeddings": false}"#,
         sliding: SlidingRule::AllWhenSet,
         gated_mlp: true,
+        ..PLAIN
+    },
+    Family {
+        model_type: "gpt2",
+        class: "GPT2Config",
+        defaults: r#"{"vocab_size": 50257, "hidden_size": 768, "num_hidden_layers": 12,
+            "num_attention_heads": 12, "max_position_embeddings": 1024,
+            "tie_word_embeddings": true}"#,
+        gated_mlp: false,
+        aliases: GPT2_NAMES,
+        ffn_mult: Some(4),
+        ..PLAIN
+    },
+    Family {
+        model_type: "gpt_bigcode",
+        class: "GPTBigCodeConfig (multi_query: one KV head)",
+        defaults: r#"{"vocab_size": 50257, "hidden_size": 768, "num_hidden_layers": 12,
+            "num_attention_heads": 12, "max_position_embeddings": 1024,
+            "tie_word_embeddings": true}"#,
+        gated_mlp: false,
+        aliases: GPT2_NAMES,
+        ffn_mult: Some(4),
+        ..PLAIN
+    },
+    Family {
+        model_type: "gptj",
+        class: "GPTJConfig",
+        defaults: r#"{"vocab_size": 50400, "hidden_size": 4096, "num_hidden_layers": 28,
+            "num_attention_heads": 16, "max_position_embeddings": 2048,
+            "tie_word_embeddings": false}"#,
+        gated_mlp: false,
+        aliases: GPT2_NAMES,
+        ffn_mult: Some(4),
+        ..PLAIN
+    },
+    Family {
+        model_type: "gpt_neox",
+        class: "GPTNeoXConfig",
+        defaults: r#"{"vocab_size": 50432, "hidden_size": 6144, "intermediate_size": 24576,
+            "num_hidden_layers": 44, "num_attention_heads": 64, "max_position_embeddings": 2048,
+            "tie_word_embeddings": false}"#,
+        gated_mlp: false,
+        ..PLAIN
+    },
+    Family {
+        model_type: "phi",
+        class: "PhiConfig",
+        defaults: r#"{"vocab_size": 51200, "hidden_size": 2048, "intermediate_size": 8192,
+            "num_hidden_layers": 24, "num_attention_heads": 32, "max_position_embeddings": 2048,
+            "tie_word_embeddings": false}"#,
+        gated_mlp: false,
+        ..PLAIN
+    },
+    Family {
+        model_type: "falcon",
+        class: "FalconConfig (multi_query: one KV head unless new_decoder_architecture)",
+        defaults: r#"{"vocab_size": 65024, "hidden_size": 4544, "num_hidden_layers": 32,
+            "num_attention_heads": 71, "max_position_embeddings": 2048,
+            "tie_word_embeddings": true}"#,
+        gated_mlp: false,
+        aliases: &[
+            ("hidden_size", "n_embed"),
+            ("num_hidden_layers", "n_layer"),
+            ("num_attention_heads", "n_head"),
+            ("intermediate_size", "ffn_hidden_size"),
+        ],
+        ffn_mult: Some(4),
+        ..PLAIN
+    },
+    Family {
+        model_type: "mpt",
+        class: "MptConfig (MLP: expansion_ratio x d_model)",
+        defaults: r#"{"vocab_size": 50368, "hidden_size": 2048, "num_hidden_layers": 24,
+            "num_attention_heads": 16, "max_position_embeddings": 2048,
+            "tie_word_embeddings": true}"#,
+        gated_mlp: false,
+        aliases: &[
+            ("hidden_size", "d_model"),
+            ("num_hidden_layers", "n_layers"),
+            ("num_attention_heads", "n_heads"),
+            ("max_position_embeddings", "max_seq_len"),
+        ],
+        ..PLAIN
+    },
+    Family {
+        model_type: "bloom",
+        class: "BloomConfig (ALiBi: no position limit)",
+        defaults: r#"{"vocab_size": 250880, "hidden_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 8, "tie_word_embeddings": true}"#,
+        gated_mlp: false,
+        aliases: &[
+            ("hidden_size", "n_embed"),
+            ("num_hidden_layers", "n_layer"),
+            ("num_attention_heads", "n_head"),
+        ],
+        ffn_mult: Some(4),
+        ..PLAIN
+    },
+    Family {
+        model_type: "chatglm",
+        class: "ChatGLMConfig (THUDM's remote code)",
+        defaults: r#"{"vocab_size": 65024, "hidden_size": 4096, "intermediate_size": 13696,
+            "num_hidden_layers": 28, "num_attention_heads": 32, "head_dim": 128,
+            "max_position_embeddings": 2048, "tie_word_embeddings": false}"#,
+        aliases: &[
+            ("num_hidden_layers", "num_layers"),
+            ("intermediate_size", "ffn_hidden_size"),
+            ("vocab_size", "padded_vocab_size"),
+            ("max_position_embeddings", "seq_length"),
+            ("head_dim", "kv_channels"),
+        ],
+        ..PLAIN
+    },
+    Family {
+        model_type: "glm",
+        class: "GlmConfig",
+        defaults: r#"{"vocab_size": 151552, "hidden_size": 4096, "intermediate_size": 13696,
+            "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 2,
+            "head_dim": 128, "max_position_embeddings": 131072, "tie_word_embeddings": false}"#,
+        ..PLAIN
+    },
+    Family {
+        model_type: "glm4",
+        class: "Glm4Config",
+        defaults: r#"{"vocab_size": 151552, "hidden_size": 4096, "intermediate_size": 13696,
+            "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 2,
+            "head_dim": 128, "max_position_embeddings": 131072, "tie_word_embeddings": false}"#,
+        ..PLAIN
     },
 ];
 
-/// The family row for a `model_type`.
+/// The family row for a `model_type`, or for the family another name belongs to: a
+/// vision-language model's text model (`qwen2_5_vl_text`, or `qwen2_5_vl` itself when
+/// its language keys sit at the top level) and Falcon's remote-code names.
 pub fn family(model_type: &str) -> Option<&'static Family> {
-    FAMILIES.iter().find(|f| f.model_type == model_type)
+    let row = |t: &str| FAMILIES.iter().find(|f| f.model_type == t);
+    row(model_type).or_else(|| {
+        let same = match model_type {
+            "qwen2_vl" | "qwen2_5_vl" | "qwen2_vl_text" | "qwen2_5_vl_text" => "qwen2",
+            "RefinedWeb" | "RefinedWebModel" => "falcon",
+            _ => return None,
+        };
+        row(same)
+    })
 }
 
 /// The language model's family inside a multimodal wrapper when its `text_config` has
@@ -264,13 +446,22 @@ mod tests {
     fn every_family_row_parses_and_is_unique() {
         for (i, f) in FAMILIES.iter().enumerate() {
             let map = defaults(f);
+            if f.ffn_mult.is_none() && f.model_type != "mpt" {
+                assert!(map.contains_key("intermediate_size"), "{}", f.model_type);
+            }
+            for (canon, alias) in f.aliases {
+                let derived = *canon == "intermediate_size" && f.ffn_mult.is_some();
+                assert!(
+                    derived || map.contains_key(*canon),
+                    "{}: {alias}",
+                    f.model_type
+                );
+            }
             for key in [
                 "vocab_size",
                 "hidden_size",
-                "intermediate_size",
                 "num_hidden_layers",
                 "num_attention_heads",
-                "max_position_embeddings",
                 "tie_word_embeddings",
             ] {
                 assert!(map.contains_key(key), "{}: {key}", f.model_type);

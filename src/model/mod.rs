@@ -71,6 +71,23 @@ pub struct Mla {
     pub v_head_dim: u64,
 }
 
+/// The token mixer of a linear-attention layer, when the config describes one
+/// edgeplan can size.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinearMixer {
+    /// Qwen3-Next's Gated DeltaNet (`linear_*` keys): `in_proj_qkvz`, `in_proj_ba`, a
+    /// depthwise `conv1d` over q, k and v, and `out_proj`
+    /// (`Qwen3NextGatedDeltaNet`, transformers' `modeling_qwen3_next.py`).
+    GatedDeltaNet {
+        num_key_heads: u64,
+        num_value_heads: u64,
+        key_head_dim: u64,
+        value_head_dim: u64,
+        conv_kernel: u64,
+    },
+}
+
 /// The longest context the model is built for, and how it was derived.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ContextLimit {
@@ -102,8 +119,15 @@ pub struct ModelShape {
     pub moe: Option<Moe>,
     /// `None` unless the attention is multi-head latent attention (`kv_lora_rank`).
     pub mla: Option<Mla>,
-    /// True when the shape came from a multimodal config's `text_config` (the vision or
-    /// audio encoder is not part of it).
+    /// The linear-attention layers' mixer; `None` when there are none or the config
+    /// does not describe them (they are then sized as attention layers).
+    pub linear_mixer: Option<LinearMixer>,
+    /// Whether `q_proj` also produces a per-head output gate (twice the outputs):
+    /// Qwen3-Next's gated attention.
+    pub attention_output_gate: bool,
+    /// True for a multimodal config (a `text_config`, or a `vision_config` or
+    /// `audio_config` beside the language keys): the vision or audio encoder is not part
+    /// of the shape.
     pub multimodal: bool,
     /// `None` when the config states no `max_position_embeddings`.
     pub context_limit: Option<ContextLimit>,
@@ -153,6 +177,81 @@ const READ_KEYS: &[&str] = &[
     "moe_intermediate_size",
     "shared_expert_intermediate_size",
     "decoder_sparse_step",
+];
+
+/// Keys that hold a multimodal model's encoder config beside the language keys.
+const MULTIMODAL_KEYS: &[&str] = &["vision_config", "audio_config", "speech_config"];
+
+/// Architectures whose layers are not the attention + MLP stack these formulas size,
+/// refused by `model_type` with the reason (a wrapper's or its text model's type).
+const UNMODELLED: &[(&[&str], &str)] = &[
+    (
+        &["falcon_h1"],
+        "Falcon-H1 runs a Mamba-2 mixer beside attention in every layer",
+    ),
+    (
+        &["granitemoehybrid", "bamba"],
+        "Granite 4.0-H and Bamba interleave Mamba-2 layers, whose projections and per-sequence state differ from attention's",
+    ),
+    (
+        &["nemotron_h"],
+        "Nemotron-H's hybrid_override_pattern stacks separate Mamba-2, attention and MLP blocks",
+    ),
+    (
+        &["jamba"],
+        "Jamba places Mamba layers and experts by attn_layer_period and expert_layer_period",
+    ),
+    (
+        &["mamba", "mamba2", "falcon_mamba"],
+        "it is a state-space model with no attention layers",
+    ),
+    (
+        &["zamba", "zamba2"],
+        "Zamba's Mamba layers share attention blocks across the stack",
+    ),
+    (
+        &["lfm2", "lfm2_moe", "lfm2_vl"],
+        "LFM2's short-convolution layers have their own projections, and its MLP width is block_ff_dim adjusted by block_auto_adjust_ff_dim and block_multiple_of",
+    ),
+    (
+        &["recurrent_gemma"],
+        "RecurrentGemma's RG-LRU layers are recurrent, not attention",
+    ),
+    (
+        &["rwkv", "rwkv5", "rwkv6", "rwkv7"],
+        "it is a recurrent (RWKV) model with no attention layers",
+    ),
+    (
+        &["llama4", "llama4_text"],
+        "Llama 4 adds a shared expert to each MoE layer, places them by interleave_moe_layer_step with dense layers of intermediate_size_mlp, and chunks the attention of three layers in four",
+    ),
+];
+
+/// Keys that mark a state-space or convolution mixer: a config of a family edgeplan
+/// does not know that has one is refused rather than sized as attention layers.
+const UNMODELLED_KEYS: &[&str] = &[
+    "mamba_d_state",
+    "mamba_expand",
+    "mamba_d_ssm",
+    "ssm_cfg",
+    "hybrid_override_pattern",
+    "attn_layer_period",
+    "conv_L_cache",
+    "block_ff_dim",
+];
+
+/// Key names other families give the shape; named when such a config lacks edgeplan's.
+const FOREIGN_SHAPE_KEYS: &[&str] = &[
+    "n_embd",
+    "n_embed",
+    "d_model",
+    "n_layer",
+    "n_layers",
+    "num_layers",
+    "n_head",
+    "n_heads",
+    "n_inner",
+    "ffn_hidden_size",
 ];
 
 /// Gemma 3n's wrapper and text model types: refused by name (see `from_config_json`).
@@ -213,10 +312,13 @@ impl ModelShape {
         };
         let top_type = str_of(top, "model_type");
         let (cfg, model_type) = language_config(top, top_type.as_deref());
-        refuse_gemma3n(origin, &[top_type.as_deref(), model_type.as_deref()])?;
+        let types = [top_type.as_deref(), model_type.as_deref()];
+        refuse_gemma3n(origin, &types)?;
+        refuse_unmodelled(origin, &types, cfg)?;
         let family = model_type.as_deref().and_then(families::family);
-        let (merged, mut defaulted) = merge_defaults(family, cfg, top);
-        require_keys(&merged, model_type.as_deref(), origin)?;
+        let (mut merged, mut defaulted) = merge_defaults(family, cfg, top);
+        family_rules(family, &mut merged, &mut defaulted, origin)?;
+        require_keys(&merged, model_type.as_deref(), cfg, origin)?;
         let field = Fields {
             cfg: &merged,
             origin,
@@ -227,9 +329,15 @@ impl ModelShape {
             field.layer_kinds(dims.num_hidden_layers as usize, rule)?;
         let moe = field.moe(dims.num_hidden_layers, dims.intermediate_size)?;
         let mla = field.mla()?;
+        let linear_mixer = if layer_kinds.contains(&LayerKind::LinearAttention) {
+            field.linear_mixer()?
+        } else {
+            None
+        };
         // Only the defaults that changed the shape are worth a note.
         defaulted.retain(|k| default_shaped(k, sliding_window.is_some(), moe.is_some()));
         let context_limit = field.context_limit()?;
+        let attention_output_gate = model_type.as_deref() == Some("qwen3_next");
         Ok(ModelShape {
             name: name_of(top, origin),
             model_type: family.map(|f| f.model_type.to_owned()).or(model_type),
@@ -246,7 +354,12 @@ impl ModelShape {
             sliding_window,
             moe,
             mla,
-            multimodal: !std::ptr::eq(cfg, top),
+            linear_mixer,
+            attention_output_gate,
+            multimodal: !std::ptr::eq(cfg, top)
+                || MULTIMODAL_KEYS
+                    .iter()
+                    .any(|k| top.get(*k).is_some_and(Value::is_object)),
             context_limit,
             defaulted,
             quantized: quantization_summary(top).or_else(|| quantization_summary(cfg)),
@@ -276,12 +389,47 @@ impl ModelShape {
         }
         let q_out = heads * self.head_dim;
         let kv_out = self.num_key_value_heads * self.head_dim;
+        let gate = if self.attention_output_gate { 2 } else { 1 };
         vec![
-            lin("q_proj", q_out, h),
+            lin("q_proj", q_out * gate, h),
             lin("k_proj", kv_out, h),
             lin("v_proj", kv_out, h),
             lin("o_proj", h, q_out),
         ]
+    }
+
+    /// The projections of one linear-attention layer: its mixer's when the config
+    /// describes it, else the attention shapes (an approximation).
+    fn linear_layer_linears(&self) -> Vec<Linear> {
+        let h = self.hidden_size;
+        let lin = |name, n, k| Linear { name, n, k };
+        match &self.linear_mixer {
+            Some(LinearMixer::GatedDeltaNet {
+                num_key_heads,
+                num_value_heads,
+                key_head_dim,
+                value_head_dim,
+                conv_kernel,
+            }) => {
+                let key_dim = num_key_heads * key_head_dim;
+                let value_dim = num_value_heads * value_head_dim;
+                vec![
+                    lin("in_proj_qkvz", 2 * key_dim + 2 * value_dim, h),
+                    lin("in_proj_ba", 2 * num_value_heads, h),
+                    lin("conv1d", 2 * key_dim + value_dim, *conv_kernel),
+                    lin("out_proj", h, value_dim),
+                ]
+            }
+            None => self.attention_linears(),
+        }
+    }
+
+    /// The token-mixer parameters of all layers: attention in full and sliding layers,
+    /// the linear mixer in linear-attention layers.
+    fn mixer_params(&self) -> u64 {
+        let (full, sliding, linear) = self.layer_kind_counts();
+        Self::params_of(&self.attention_linears()) * (full + sliding)
+            + Self::params_of(&self.linear_layer_linears()) * linear
     }
 
     /// The MLP linears at width `i`: gate, up, down (or up, down when not gated).
@@ -332,10 +480,10 @@ impl ModelShape {
     /// Parameters in the decoder layers' linears (what the 4-bit paths quantize besides
     /// the lm_head): attention in every layer, a dense MLP in dense layers, and in MoE
     /// layers every expert plus any shared expert. Linear-attention layers are counted
-    /// with the same q/k/v/o shapes: an approximation, since their projections differ
-    /// by architecture.
+    /// with their mixer's projections when the config describes it (Qwen3-Next's Gated
+    /// DeltaNet), else with the same q/k/v/o shapes: an approximation.
     pub fn decoder_linear_params(&self) -> u64 {
-        let attention = Self::params_of(&self.attention_linears()) * self.num_hidden_layers;
+        let attention = self.mixer_params();
         let dense_mlp = Self::params_of(&self.mlp_linears(self.intermediate_size));
         match &self.moe {
             None => attention + dense_mlp * self.num_hidden_layers,
@@ -379,7 +527,7 @@ impl ModelShape {
         match &self.moe {
             None => self.decoder_linear_params() + head,
             Some(m) => {
-                let attention = Self::params_of(&self.attention_linears()) * self.num_hidden_layers;
+                let attention = self.mixer_params();
                 let dense_mlp = Self::params_of(&self.mlp_linears(self.intermediate_size));
                 let expert = Self::params_of(&self.mlp_linears(m.expert_intermediate_size));
                 attention
@@ -491,6 +639,114 @@ fn refuse_gemma3n(origin: &str, types: &[Option<&str>]) -> anyhow::Result<()> {
     }
 }
 
+/// Architectures outside the formulas, by `model_type` ([`UNMODELLED`]) or, for a
+/// family edgeplan does not know, by a state-space key ([`UNMODELLED_KEYS`]): exit 65
+/// with the reason, rather than a stack of attention layers sized wrong.
+fn refuse_unmodelled(
+    origin: &str,
+    types: &[Option<&str>],
+    cfg: &Map<String, Value>,
+) -> anyhow::Result<()> {
+    for t in types.iter().flatten() {
+        if let Some((_, why)) = UNMODELLED.iter().find(|(names, _)| names.contains(t)) {
+            return Err(data_error(format!(
+                "{origin}: model_type \"{t}\" is not supported ({why}): edgeplan's weight and KV formulas size a stack of attention and MLP layers, and would size this one wrong"
+            )));
+        }
+    }
+    if types
+        .iter()
+        .flatten()
+        .any(|t| families::family(t).is_some())
+    {
+        return Ok(());
+    }
+    if let Some(key) = UNMODELLED_KEYS.iter().find(|k| cfg.contains_key(**k)) {
+        let which = match types.iter().flatten().next() {
+            Some(t) => format!("model_type \"{t}\""),
+            None => "the config".into(),
+        };
+        return Err(data_error(format!(
+            "{origin}: {which} has a state-space or convolution mixer (key \"{key}\"), which is outside edgeplan's weight and KV formulas; read as a plain attention stack it would be sized wrong"
+        )));
+    }
+    Ok(())
+}
+
+/// Rules of a family that a default cannot state: how many KV heads multi-query
+/// Falcon, GPT-BigCode, ChatGLM and MPT have, MPT's MLP width, and the MLP width a
+/// family derives from `hidden_size` when the config leaves it out (or null).
+fn family_rules(
+    family: Option<&families::Family>,
+    merged: &mut Map<String, Value>,
+    defaulted: &mut Vec<String>,
+    origin: &str,
+) -> anyhow::Result<()> {
+    let Some(family) = family else {
+        return Ok(());
+    };
+    let flag = |m: &Map<String, Value>, key: &str, default: bool| {
+        m.get(key).and_then(Value::as_bool).unwrap_or(default)
+    };
+    let count = |m: &Map<String, Value>, key: &str| m.get(key).and_then(Value::as_u64);
+    let heads = count(merged, "num_attention_heads");
+    let kv_heads = match family.model_type {
+        "falcon" if flag(merged, "new_decoder_architecture", false) => {
+            count(merged, "num_kv_heads")
+                .or(count(merged, "n_head_kv"))
+                .or(heads)
+        }
+        "falcon" | "gpt_bigcode" if flag(merged, "multi_query", true) => Some(1),
+        "falcon" | "gpt_bigcode" => heads,
+        "chatglm" if flag(merged, "multi_query_attention", false) => {
+            Some(count(merged, "multi_query_group_num").unwrap_or(1))
+        }
+        "chatglm" => heads,
+        "mpt" => {
+            let attn = merged.get("attn_config").and_then(Value::as_object);
+            let attn_type = attn
+                .and_then(|a| a.get("attn_type"))
+                .and_then(Value::as_str)
+                .unwrap_or("multihead_attention");
+            match attn_type {
+                "multiquery_attention" => Some(1),
+                "grouped_query_attention" => attn
+                    .and_then(|a| a.get("kv_n_heads"))
+                    .and_then(Value::as_u64)
+                    .or(heads),
+                _ => heads,
+            }
+        }
+        _ => None,
+    };
+    if let Some(kv) = kv_heads {
+        merged.insert("num_key_value_heads".into(), kv.into());
+    }
+    let hidden = count(merged, "hidden_size");
+    if family.model_type == "mpt" {
+        let ratio = match merged.get("expansion_ratio") {
+            None | Some(Value::Null) => 4.0,
+            Some(v) => v.as_f64().ok_or_else(|| {
+                data_error(format!(
+                    "{origin}: field \"expansion_ratio\" must be a number, got {v}"
+                ))
+            })?,
+        };
+        if let Some(h) = hidden {
+            merged.insert(
+                "intermediate_size".into(),
+                ((h as f64 * ratio) as u64).into(),
+            );
+        }
+    }
+    let ffn_missing = merged.get("intermediate_size").is_none_or(Value::is_null);
+    if let (Some(mult), Some(h), true) = (family.ffn_mult, hidden, ffn_missing) {
+        merged.insert("intermediate_size".into(), (mult * h).into());
+        defaulted.push("intermediate_size".into());
+    }
+    Ok(())
+}
+
 /// The family's defaults with the config's own keys over them (a key the config sets
 /// to null stays null: "no sliding window" overrides a default window), and the
 /// [`READ_KEYS`] that came from the defaults.
@@ -508,6 +764,14 @@ fn merge_defaults(
     for (k, v) in cfg {
         merged.insert(k.clone(), v.clone());
     }
+    // The family's own name for a key wins, as it is what the family's class reads
+    // (ChatGLM's embedding has padded_vocab_size rows).
+    for (canon, alias) in family.map(|f| f.aliases).unwrap_or_default() {
+        if let Some(v) = cfg.get(*alias).filter(|v| !v.is_null()) {
+            merged.insert(canon.to_string(), v.clone());
+            defaulted.retain(|k| k != canon);
+        }
+    }
     // A wrapper may state the tie at its top level rather than in text_config.
     if !std::ptr::eq(cfg, top)
         && !cfg.contains_key("tie_word_embeddings")
@@ -523,6 +787,7 @@ fn merge_defaults(
 fn require_keys(
     merged: &Map<String, Value>,
     model_type: Option<&str>,
+    cfg: &Map<String, Value>,
     origin: &str,
 ) -> anyhow::Result<()> {
     let missing: Vec<&str> = REQUIRED
@@ -533,10 +798,21 @@ fn require_keys(
     if missing.is_empty() {
         return Ok(());
     }
-    let which = match model_type {
+    let mut which = match model_type {
         Some(t) => format!("model_type \"{t}\" is not a family edgeplan has defaults for"),
         None => "the config names no model_type, so no family defaults apply".into(),
     };
+    let foreign: Vec<String> = FOREIGN_SHAPE_KEYS
+        .iter()
+        .filter(|k| cfg.contains_key(**k))
+        .map(|k| format!("\"{k}\""))
+        .collect();
+    if !foreign.is_empty() {
+        which.push_str(&format!(
+            "; it names its shape with {}, key names whose meaning depends on the family",
+            foreign.join(", ")
+        ));
+    }
     let quoted: Vec<String> = missing.iter().map(|k| format!("\"{k}\"")).collect();
     Err(data_error(if missing.len() == 1 {
         format!("{origin}: field {} is missing ({which})", quoted[0])
@@ -875,6 +1151,21 @@ impl Fields<'_> {
             shared_expert_intermediate_size,
             sparse_layers,
             shared_expert_gate: gated_shared.is_some_and(|s| s > 0),
+        }))
+    }
+
+    /// The linear-attention mixer the config describes: Qwen3-Next's Gated DeltaNet
+    /// (`linear_num_key_heads` and the other `linear_*` keys), else `None`.
+    fn linear_mixer(&self) -> anyhow::Result<Option<LinearMixer>> {
+        if self.opt_u64("linear_num_key_heads")?.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(LinearMixer::GatedDeltaNet {
+            num_key_heads: self.req_u64("linear_num_key_heads")?,
+            num_value_heads: self.req_u64("linear_num_value_heads")?,
+            key_head_dim: self.req_u64("linear_key_head_dim")?,
+            value_head_dim: self.req_u64("linear_value_head_dim")?,
+            conv_kernel: self.req_u64("linear_conv_kernel_dim")?,
         }))
     }
 
@@ -1260,6 +1551,159 @@ mod tests {
             assert!(err.to_string().contains(expected), "{text}: {err}");
             assert!(err.to_string().starts_with("c.json: "), "{err}");
         }
+    }
+
+    #[test]
+    fn old_key_names_are_read_per_family() {
+        // GPT-2: n_embd, n_layer, n_head; n_inner null is 4 x n_embd; c_fc and c_proj.
+        let m = parse(
+            r#"{"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12,
+            "n_inner": null, "n_positions": 1024, "vocab_size": 50257}"#,
+        );
+        assert_eq!(
+            (m.hidden_size, m.num_hidden_layers, m.num_attention_heads),
+            (768, 12, 12)
+        );
+        assert_eq!(m.intermediate_size, 3072);
+        assert!(!m.gated_mlp && m.tie_word_embeddings);
+        assert_eq!(
+            m.decoder_linear_params(),
+            12 * (4 * 768 * 768 + 2 * 768 * 3072)
+        );
+        assert_eq!(m.context_limit.unwrap().tokens, 1024);
+        // Falcon-7B: multi_query gives one KV head; the MLP is 4 x hidden, not gated.
+        let m = parse(
+            r#"{"model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71,
+            "num_hidden_layers": 32, "multi_query": true, "new_decoder_architecture": false,
+            "vocab_size": 65024}"#,
+        );
+        assert_eq!((m.num_key_value_heads, m.head_dim), (1, 64));
+        assert_eq!((m.intermediate_size, m.gated_mlp), (18176, false));
+        // Falcon-40B's new decoder architecture states its KV heads.
+        let m = parse(
+            r#"{"model_type": "falcon", "hidden_size": 8192, "num_attention_heads": 128,
+            "num_hidden_layers": 60, "new_decoder_architecture": true, "num_kv_heads": 8}"#,
+        );
+        assert_eq!(m.num_key_value_heads, 8);
+        // ChatGLM / GLM-4 (remote code): its own names, padded vocabulary, grouped KV.
+        let m = parse(
+            r#"{"model_type": "chatglm", "num_layers": 40, "padded_vocab_size": 151552,
+            "vocab_size": 151329, "hidden_size": 4096, "ffn_hidden_size": 13696,
+            "kv_channels": 128, "num_attention_heads": 32, "seq_length": 131072,
+            "multi_query_attention": true, "multi_query_group_num": 2}"#,
+        );
+        assert_eq!(
+            (m.num_hidden_layers, m.vocab_size, m.intermediate_size),
+            (40, 151_552, 13_696)
+        );
+        assert_eq!((m.num_key_value_heads, m.head_dim), (2, 128));
+        assert!(m.gated_mlp && !m.tie_word_embeddings);
+        assert_eq!(m.context_limit.unwrap().tokens, 131_072);
+        // MPT: d_model, n_heads, n_layers, expansion_ratio, max_seq_len.
+        let m = parse(
+            r#"{"model_type": "mpt", "d_model": 4096, "n_heads": 32, "n_layers": 32,
+            "expansion_ratio": 4, "max_seq_len": 2048, "vocab_size": 50432,
+            "attn_config": {"attn_type": "grouped_query_attention", "kv_n_heads": 8}}"#,
+        );
+        assert_eq!(
+            (m.intermediate_size, m.num_key_value_heads, m.gated_mlp),
+            (16384, 8, false)
+        );
+        // BLOOM: n_embed; ALiBi, so no position limit.
+        let m = parse(
+            r#"{"model_type": "bloom", "n_embed": 1024, "n_layer": 24,
+            "num_attention_heads": 16, "vocab_size": 250880}"#,
+        );
+        assert_eq!((m.hidden_size, m.intermediate_size), (1024, 4096));
+        assert!(m.context_limit.is_none());
+        // Phi-2 and GPT-NeoX: standard names, fc1/fc2 (not gated).
+        assert!(!parse(r#"{"model_type": "phi"}"#).gated_mlp);
+        assert!(!parse(r#"{"model_type": "gpt_neox"}"#).gated_mlp);
+    }
+
+    #[test]
+    fn gated_deltanet_layers_are_sized_as_their_projections() {
+        // Qwen3-Next-80B-A3B's shape: 36 Gated DeltaNet layers, 12 gated attention.
+        let m = parse(
+            r#"{"model_type": "qwen3_next", "hidden_size": 2048, "intermediate_size": 5120,
+            "num_hidden_layers": 48, "num_attention_heads": 16, "num_key_value_heads": 2,
+            "head_dim": 256, "vocab_size": 151936, "full_attention_interval": 4,
+            "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128,
+            "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+            "linear_value_head_dim": 128, "num_experts": 512, "num_experts_per_tok": 10,
+            "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512}"#,
+        );
+        assert_eq!(m.layer_kind_counts(), (12, 0, 36));
+        let attention = 2 * 4096 * 2048 + 2 * 512 * 2048 + 2048 * 4096; // gated q, k, v, o
+        let gdn = 12288 * 2048 + 64 * 2048 + 8192 * 4 + 2048 * 4096;
+        let experts = 512 * 3 * 512 * 2048 + 3 * 512 * 2048;
+        assert_eq!(
+            m.decoder_linear_params(),
+            12 * attention + 36 * gdn + 48 * experts
+        );
+        // A GDN key without the others is named.
+        let err = ModelShape::from_config_json(
+            r#"{"model_type": "qwen3_next", "hidden_size": 8, "intermediate_size": 8,
+            "num_hidden_layers": 4, "num_attention_heads": 2, "vocab_size": 4,
+            "full_attention_interval": 4, "linear_num_key_heads": 2}"#,
+            "c.json",
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("\"linear_num_value_heads\" is missing"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn unmodelled_architectures_are_refused_by_name_or_key() {
+        for (text, expected) in [
+            (
+                r#"{"model_type": "falcon_h1", "hidden_size": 1024, "intermediate_size": 2048, "num_hidden_layers": 36, "num_attention_heads": 8, "vocab_size": 32784}"#,
+                "model_type \"falcon_h1\" is not supported (Falcon-H1 runs a Mamba-2 mixer",
+            ),
+            (
+                r#"{"model_type": "granitemoehybrid", "layer_types": ["mamba", "attention"]}"#,
+                "model_type \"granitemoehybrid\" is not supported (Granite 4.0-H",
+            ),
+            (
+                r#"{"model_type": "llama4", "text_config": {"model_type": "llama4_text"}}"#,
+                "model_type \"llama4\" is not supported (Llama 4 adds a shared expert",
+            ),
+            (
+                r#"{"model_type": "lfm2", "hidden_size": 2048}"#,
+                "LFM2's short-convolution layers",
+            ),
+            (
+                r#"{"model_type": "mystery", "hidden_size": 8, "intermediate_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2, "vocab_size": 4, "mamba_d_state": 16}"#,
+                "model_type \"mystery\" has a state-space or convolution mixer (key \"mamba_d_state\")",
+            ),
+            (
+                r#"{"model_type": "mixformer-sequential", "n_embd": 2560, "n_layer": 32, "n_head": 32, "vocab_size": 51200}"#,
+                "it names its shape with \"n_embd\", \"n_layer\", \"n_head\"",
+            ),
+        ] {
+            let err = ModelShape::from_config_json(text, "c.json").unwrap_err();
+            assert_eq!(exit_for(&err), Exit::DataErr, "{text}");
+            assert!(err.to_string().contains(expected), "{text}: {err}");
+            assert!(err.to_string().starts_with("c.json: "), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_vision_config_beside_the_language_keys_is_multimodal() {
+        // Qwen2.5-VL's config.json (transformers 4.4x): the language keys at the top.
+        let m = parse(
+            r#"{"model_type": "qwen2_5_vl", "hidden_size": 2048, "intermediate_size": 11008,
+            "num_hidden_layers": 36, "num_attention_heads": 16, "num_key_value_heads": 2,
+            "vocab_size": 151936, "tie_word_embeddings": true, "sliding_window": 32768,
+            "use_sliding_window": false, "vision_config": {"depth": 32}}"#,
+        );
+        assert!(m.multimodal);
+        assert_eq!(m.layer_kind_counts(), (36, 0, 0));
+        assert_eq!(m.model_type.as_deref(), Some("qwen2"));
+        assert!(!parse(r#"{"model_type": "qwen2"}"#).multimodal);
     }
 
     #[test]
