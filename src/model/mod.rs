@@ -587,9 +587,10 @@ fn str_of(map: &Map<String, Value>, key: &str) -> Option<String> {
     map.get(key).and_then(Value::as_str).map(str::to_owned)
 }
 
-/// The part of the config that holds the language model's shape, and its
 /// A one-line summary of `quantization_config` (method, bits, group size), when the
-/// config has one: `gptq, 4-bit, group 128`; `None` without it.
+/// config has one: `gptq, 4-bit, group 128`; `None` without it. The bits and group come
+/// from `bits` (GPTQ, AWQ), `w_bit`/`q_group_size` (AutoAWQ's own names), bitsandbytes'
+/// `load_in_4bit`/`load_in_8bit`, or the first of compressed-tensors' `config_groups`.
 fn quantization_summary(cfg: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
     let q = cfg.get("quantization_config")?.as_object()?;
     let method = q
@@ -597,10 +598,34 @@ fn quantization_summary(cfg: &serde_json::Map<String, serde_json::Value>) -> Opt
         .and_then(|m| m.as_str())
         .unwrap_or("unknown method");
     let mut parts = vec![method.to_string()];
-    if let Some(bits) = q.get("bits").and_then(|b| b.as_u64()) {
+    // compressed-tensors states the scheme per group of layers.
+    let group_weights = q
+        .get("config_groups")
+        .and_then(Value::as_object)
+        .and_then(|g| g.values().next())
+        .and_then(|g| g.get("weights"))
+        .and_then(Value::as_object);
+    let first = |keys: &[&str]| {
+        keys.iter().find_map(|k| {
+            q.get(*k)
+                .or_else(|| group_weights.and_then(|w| w.get(*k)))
+                .filter(|v| !v.is_null())
+        })
+    };
+    let flag = |k: &str| q.get(k).and_then(Value::as_bool) == Some(true);
+    let bits = first(&["bits", "w_bit", "weight_bits", "num_bits"])
+        .and_then(Value::as_u64)
+        .or(if flag("load_in_4bit") {
+            Some(4)
+        } else if flag("load_in_8bit") {
+            Some(8)
+        } else {
+            None
+        });
+    if let Some(bits) = bits {
         parts.push(format!("{bits}-bit"));
     }
-    if let Some(g) = q.get("group_size").and_then(|g| g.as_i64()) {
+    if let Some(g) = first(&["group_size", "q_group_size"]).and_then(Value::as_i64) {
         parts.push(if g > 0 {
             format!("group {g}")
         } else {
@@ -610,6 +635,7 @@ fn quantization_summary(cfg: &serde_json::Map<String, serde_json::Value>) -> Opt
     Some(parts.join(", "))
 }
 
+/// The part of the config that holds the language model's shape, and its
 /// `model_type`: a multimodal config's `text_config` (when the top level has no
 /// `hidden_size` of its own, or is a wrapper whose text family is known), else the top.
 fn language_config<'a>(
@@ -1332,7 +1358,22 @@ mod tests {
         );
         assert_eq!(
             quantized(r#", "quantization_config": {"load_in_8bit": true}"#).as_deref(),
-            Some("unknown method")
+            Some("unknown method, 8-bit")
+        );
+        assert_eq!(
+            quantized(
+                r#", "quantization_config": {"quant_method": "compressed-tensors", "format": "pack-quantized",
+                "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 4, "group_size": 128, "type": "int"}}}}"#
+            )
+            .as_deref(),
+            Some("compressed-tensors, 4-bit, group 128")
+        );
+        assert_eq!(
+            quantized(
+                r#", "quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": true, "bnb_4bit_quant_type": "nf4"}"#
+            )
+            .as_deref(),
+            Some("bitsandbytes, 4-bit")
         );
         // The shape is the model's either way.
         let plain = ModelShape::from_config_json(&with(""), "c.json").unwrap();
