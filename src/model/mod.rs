@@ -711,6 +711,11 @@ fn family_rules(
     let Some(family) = family else {
         return Ok(());
     };
+    if family.model_type == "chatglm" && merged.contains_key("inner_hidden_size") {
+        return Err(data_error(format!(
+            "{origin}: model_type \"chatglm\" with inner_hidden_size is the first ChatGLM-6B, which is not supported (a GELU MLP of inner_hidden_size, 2D positions, and a vocabulary and head tie its config does not state the way ChatGLM2 and later do): edgeplan would size it wrong"
+        )));
+    }
     let flag = |m: &Map<String, Value>, key: &str, default: bool| {
         m.get(key).and_then(Value::as_bool).unwrap_or(default)
     };
@@ -1719,6 +1724,10 @@ mod tests {
             (
                 r#"{"model_type": "mystery", "hidden_size": 8, "intermediate_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2, "vocab_size": 4, "mamba_d_state": 16}"#,
                 "model_type \"mystery\" has a state-space or convolution mixer (key \"mamba_d_state\")",
+            ),
+            (
+                r#"{"model_type": "chatglm", "hidden_size": 4096, "inner_hidden_size": 16384, "num_layers": 28, "num_attention_heads": 32, "vocab_size": 130528}"#,
+                "with inner_hidden_size is the first ChatGLM-6B, which is not supported",
             ),
             (
                 r#"{"model_type": "mixformer-sequential", "n_embd": 2560, "n_layer": 32, "n_head": 32, "vocab_size": 51200}"#,
