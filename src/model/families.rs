@@ -400,6 +400,16 @@ pub const FAMILIES: &[Family] = &[
             "head_dim": 128, "max_position_embeddings": 131072, "tie_word_embeddings": false}"#,
         ..PLAIN
     },
+    Family {
+        model_type: "exaone",
+        class: "ExaoneConfig (LG's remote code; num_layers)",
+        defaults: r#"{"vocab_size": 102400, "hidden_size": 2048, "num_hidden_layers": 32,
+            "num_attention_heads": 32, "max_position_embeddings": 2048,
+            "tie_word_embeddings": true}"#,
+        aliases: &[("num_hidden_layers", "num_layers")],
+        ffn_mult: Some(4),
+        ..PLAIN
+    },
 ];
 
 /// The family row for a `model_type`, or for the family another name belongs to: a
@@ -410,6 +420,8 @@ pub fn family(model_type: &str) -> Option<&'static Family> {
     row(model_type).or_else(|| {
         let same = match model_type {
             "qwen2_vl" | "qwen2_5_vl" | "qwen2_vl_text" | "qwen2_5_vl_text" => "qwen2",
+            "qwen3_vl_text" => "qwen3",
+            "qwen3_vl_moe_text" => "qwen3_moe",
             "RefinedWeb" | "RefinedWebModel" => "falcon",
             _ => return None,
         };

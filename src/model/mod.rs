@@ -133,6 +133,10 @@ pub struct ModelShape {
     pub context_limit: Option<ContextLimit>,
     /// Keys the config left out and the family's default filled in.
     pub defaulted: Vec<String>,
+    /// What edgeplan assumed where the config does not say, one sentence each (a family
+    /// it has no table for: a gated MLP, an untied head; linear-attention layers it
+    /// sizes as attention). The plan prints them as notes.
+    pub assumed: Vec<String>,
     /// The config's `quantization_config`, summarised (`gptq, 4-bit, group 128`), when
     /// it describes an already-quantized checkpoint; the shape is the same, the weights
     /// on disk are not bf16.
@@ -220,6 +224,10 @@ const UNMODELLED: &[(&[&str], &str)] = &[
     (
         &["rwkv", "rwkv5", "rwkv6", "rwkv7"],
         "it is a recurrent (RWKV) model with no attention layers",
+    ),
+    (
+        &["openelm"],
+        "OpenELM gives every layer its own head counts and MLP width (num_query_heads, num_kv_heads and ffn_multipliers lists)",
     ),
     (
         &["llama4", "llama4_text"],
@@ -338,6 +346,28 @@ impl ModelShape {
         defaulted.retain(|k| default_shaped(k, sliding_window.is_some(), moe.is_some()));
         let context_limit = field.context_limit()?;
         let attention_output_gate = model_type.as_deref() == Some("qwen3_next");
+        let mut assumed = Vec::new();
+        if family.is_none() {
+            let which = match model_type.as_deref() {
+                Some(t) => format!("model_type \"{t}\" is not a family edgeplan has a table for"),
+                None => "the config names no model_type".into(),
+            };
+            assumed.push(format!(
+                "{which}: its layers are taken as attention + a gated MLP (gate, up, down) of intermediate_size"
+            ));
+            if merged.get("tie_word_embeddings").is_none_or(Value::is_null) {
+                assumed.push("the config does not state tie_word_embeddings: the head is taken as untied, so a 16-bit path counts its vocab_size x hidden_size x 2 bytes (transformers' own default is tied)".into());
+            }
+        }
+        let linear_layers = layer_kinds
+            .iter()
+            .filter(|k| **k == LayerKind::LinearAttention)
+            .count();
+        if linear_layers > 0 && linear_mixer.is_none() {
+            assumed.push(format!(
+                "the config does not describe its {linear_layers} linear-attention layers' mixer: they are sized with the attention layers' q, k, v and o projections (an approximation)"
+            ));
+        }
         Ok(ModelShape {
             name: name_of(top, origin),
             model_type: family.map(|f| f.model_type.to_owned()).or(model_type),
@@ -362,6 +392,7 @@ impl ModelShape {
                     .any(|k| top.get(*k).is_some_and(Value::is_object)),
             context_limit,
             defaulted,
+            assumed,
             quantized: quantization_summary(top).or_else(|| quantization_summary(cfg)),
         })
     }
@@ -643,7 +674,11 @@ fn language_config<'a>(
     top_type: Option<&str>,
 ) -> (&'a Map<String, Value>, Option<String>) {
     let text_family = top_type.and_then(families::text_family_of);
-    match top.get("text_config") {
+    // `text_config` for most; InternVL names it `llm_config`, DeepSeek-VL2 `language_config`.
+    let inner = ["text_config", "llm_config", "language_config"]
+        .iter()
+        .find_map(|k| top.get(*k).filter(|v| v.is_object()));
+    match inner {
         Some(Value::Object(text_cfg))
             if !top.contains_key("hidden_size") || text_family.is_some() =>
         {
@@ -1718,6 +1753,10 @@ mod tests {
                 "model_type \"llama4\" is not supported (Llama 4 adds a shared expert",
             ),
             (
+                r#"{"model_type": "openelm", "model_dim": 1280}"#,
+                "OpenELM gives every layer its own head counts",
+            ),
+            (
                 r#"{"model_type": "lfm2", "hidden_size": 2048}"#,
                 "LFM2's short-convolution layers",
             ),
@@ -1754,6 +1793,45 @@ mod tests {
         assert_eq!(m.layer_kind_counts(), (36, 0, 0));
         assert_eq!(m.model_type.as_deref(), Some("qwen2"));
         assert!(!parse(r#"{"model_type": "qwen2"}"#).multimodal);
+    }
+
+    #[test]
+    fn what_an_unknown_family_leaves_open_is_stated() {
+        let m = parse(
+            r#"{"model_type": "mystery", "hidden_size": 8, "intermediate_size": 8,
+            "num_hidden_layers": 4, "num_attention_heads": 2, "vocab_size": 4,
+            "full_attention_interval": 2}"#,
+        );
+        let all = m.assumed.join("\n");
+        assert!(
+            all.contains("model_type \"mystery\" is not a family"),
+            "{all}"
+        );
+        assert!(all.contains("the head is taken as untied"), "{all}");
+        assert!(
+            all.contains("its 2 linear-attention layers' mixer"),
+            "{all}"
+        );
+        // A known family with its keys stated assumes nothing.
+        let m = parse(r#"{"model_type": "llama", "tie_word_embeddings": true}"#);
+        assert!(m.assumed.is_empty(), "{:?}", m.assumed);
+        // EXAONE names its layer count num_layers.
+        let m = parse(
+            r#"{"model_type": "exaone", "hidden_size": 2560, "num_layers": 30,
+            "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 7168,
+            "vocab_size": 102400, "tie_word_embeddings": true}"#,
+        );
+        assert_eq!((m.num_hidden_layers, m.intermediate_size), (30, 7168));
+        assert!(m.assumed.is_empty(), "{:?}", m.assumed);
+        // InternVL keeps its language model in llm_config.
+        let m = parse(
+            r#"{"model_type": "internvl_chat", "llm_config": {"model_type": "qwen2",
+            "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24,
+            "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151674},
+            "vision_config": {"hidden_size": 1024}}"#,
+        );
+        assert_eq!((m.hidden_size, m.num_hidden_layers), (896, 24));
+        assert!(m.multimodal);
     }
 
     #[test]

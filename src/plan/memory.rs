@@ -750,6 +750,7 @@ fn model_notes(model: &ModelShape, context: u64) -> Vec<String> {
             model.defaulted.join(", ")
         ));
     }
+    notes.extend(model.assumed.iter().cloned());
     if model.multimodal {
         notes.push("a multimodal config: only the language model is sized; the vision (or audio) encoder's weights are not counted".into());
     }
