@@ -30,6 +30,9 @@ pub enum SlidingRule {
     /// Qwen: only with `use_sliding_window: true`, and then the layers from
     /// `max_window_layers` on (`configuration_qwen2.py`).
     QwenSwitch,
+    /// No window; without `layer_types` every layer is a Mamba-2 mixer
+    /// (`GraniteMoeHybridConfig.layers_block_type`).
+    AllMamba,
 }
 
 /// One family: its `model_type`, the transformers class the defaults come from, the
@@ -410,6 +413,42 @@ pub const FAMILIES: &[Family] = &[
         ffn_mult: Some(4),
         ..PLAIN
     },
+    Family {
+        model_type: "granitemoehybrid",
+        class: "GraniteMoeHybridConfig (Granite 4.0, 4.0-H)",
+        defaults: r#"{"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
+            "num_hidden_layers": 32, "num_attention_heads": 32, "max_position_embeddings": 2048,
+            "tie_word_embeddings": false, "num_local_experts": 8, "num_experts_per_tok": 2,
+            "shared_intermediate_size": 1024, "mamba_n_heads": 128, "mamba_n_groups": 1,
+            "mamba_d_state": 256, "mamba_d_conv": 4, "mamba_expand": 2}"#,
+        sliding: SlidingRule::AllMamba,
+        ..PLAIN
+    },
+    Family {
+        model_type: "qwen3_next",
+        class: "Qwen3NextConfig (Gated DeltaNet + gated attention, MoE)",
+        defaults: r#"{"vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 5632,
+            "num_hidden_layers": 48, "num_attention_heads": 16, "num_key_value_heads": 2,
+            "head_dim": 256, "max_position_embeddings": 32768, "tie_word_embeddings": false,
+            "full_attention_interval": 4, "linear_conv_kernel_dim": 4,
+            "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+            "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+            "decoder_sparse_step": 1, "moe_intermediate_size": 512,
+            "shared_expert_intermediate_size": 512, "num_experts_per_tok": 10,
+            "num_experts": 512, "mlp_only_layers": []}"#,
+        ..PLAIN
+    },
+    Family {
+        model_type: "qwen3_5_text",
+        class: "Qwen3_5TextConfig (Gated DeltaNet + gated attention)",
+        defaults: r#"{"vocab_size": 248320, "hidden_size": 4096, "intermediate_size": 12288,
+            "num_hidden_layers": 32, "num_attention_heads": 16, "num_key_value_heads": 4,
+            "head_dim": 256, "max_position_embeddings": 32768, "tie_word_embeddings": false,
+            "full_attention_interval": 4, "linear_conv_kernel_dim": 4,
+            "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+            "linear_num_key_heads": 16, "linear_num_value_heads": 32}"#,
+        ..PLAIN
+    },
 ];
 
 /// The family row for a `model_type`, or for the family another name belongs to: a
@@ -437,6 +476,8 @@ pub fn text_family_of(wrapper_type: &str) -> Option<&'static str> {
         "mistral3" => "mistral",
         "llava" | "llava_next" | "mllama" => "llama",
         "qwen2_vl" | "qwen2_5_vl" => "qwen2",
+        "qwen3_5" => "qwen3_5_text",
+        "qwen3_5_moe" => "qwen3_5_moe_text",
         _ => return None,
     })
 }

@@ -76,14 +76,26 @@ pub struct Mla {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LinearMixer {
-    /// Qwen3-Next's Gated DeltaNet (`linear_*` keys): `in_proj_qkvz`, `in_proj_ba`, a
-    /// depthwise `conv1d` over q, k and v, and `out_proj`
+    /// Qwen3-Next's and Qwen3.5's Gated DeltaNet (`linear_*` keys): `in_proj_qkvz`
+    /// (Qwen3.5 splits it into `in_proj_qkv` and `in_proj_z`), `in_proj_ba` (`in_proj_b`,
+    /// `in_proj_a`), a depthwise `conv1d` over q, k and v, and `out_proj`
     /// (`Qwen3NextGatedDeltaNet`, transformers' `modeling_qwen3_next.py`).
     GatedDeltaNet {
         num_key_heads: u64,
         num_value_heads: u64,
         key_head_dim: u64,
         value_head_dim: u64,
+        conv_kernel: u64,
+    },
+    /// A Mamba-2 mixer (Granite 4.0-H: `mamba_*` keys): `in_proj` to the gate, x, B, C
+    /// and dt, a depthwise `conv1d` over x, B and C, and `out_proj`
+    /// (`BambaMixer`, transformers' `modeling_bamba.py`).
+    Mamba2 {
+        /// `mamba_expand × hidden_size` (= heads × head size).
+        inner: u64,
+        heads: u64,
+        groups: u64,
+        state: u64,
         conv_kernel: u64,
     },
 }
@@ -123,7 +135,7 @@ pub struct ModelShape {
     /// does not describe them (they are then sized as attention layers).
     pub linear_mixer: Option<LinearMixer>,
     /// Whether `q_proj` also produces a per-head output gate (twice the outputs):
-    /// Qwen3-Next's gated attention.
+    /// Qwen3-Next's and Qwen3.5's gated attention.
     pub attention_output_gate: bool,
     /// True for a multimodal config (a `text_config`, or a `vision_config` or
     /// `audio_config` beside the language keys): the vision or audio encoder is not part
@@ -181,6 +193,12 @@ const READ_KEYS: &[&str] = &[
     "moe_intermediate_size",
     "shared_expert_intermediate_size",
     "decoder_sparse_step",
+    "shared_intermediate_size",
+    "mamba_n_heads",
+    "mamba_n_groups",
+    "mamba_d_state",
+    "mamba_d_conv",
+    "mamba_expand",
 ];
 
 /// Keys that hold a multimodal model's encoder config beside the language keys.
@@ -194,8 +212,8 @@ const UNMODELLED: &[(&[&str], &str)] = &[
         "Falcon-H1 runs a Mamba-2 mixer beside attention in every layer",
     ),
     (
-        &["granitemoehybrid", "bamba"],
-        "Granite 4.0-H and Bamba interleave Mamba-2 layers, whose projections and per-sequence state differ from attention's",
+        &["bamba"],
+        "Bamba places its attention layers by attn_layer_indices among Mamba-2 layers",
     ),
     (
         &["nemotron_h"],
@@ -343,32 +361,16 @@ impl ModelShape {
             None
         };
         // Only the defaults that changed the shape are worth a note.
-        defaulted.retain(|k| default_shaped(k, sliding_window.is_some(), moe.is_some()));
+        let has_mamba = matches!(linear_mixer, Some(LinearMixer::Mamba2 { .. }));
+        defaulted.retain(|k| default_shaped(k, sliding_window.is_some(), moe.is_some(), has_mamba));
         let context_limit = field.context_limit()?;
-        let attention_output_gate = model_type.as_deref() == Some("qwen3_next");
-        let mut assumed = Vec::new();
-        if family.is_none() {
-            let which = match model_type.as_deref() {
-                Some(t) => format!("model_type \"{t}\" is not a family edgeplan has a table for"),
-                None => "the config names no model_type".into(),
-            };
-            assumed.push(format!(
-                "{which}: its layers are taken as attention + a gated MLP (gate, up, down) of intermediate_size"
-            ));
-            if merged.get("tie_word_embeddings").is_none_or(Value::is_null) {
-                assumed.push("the config does not state tie_word_embeddings: the head is taken as untied, so a 16-bit path counts its vocab_size x hidden_size x 2 bytes (transformers' own default is tied)".into());
-            }
-        }
-        let linear_layers = layer_kinds
-            .iter()
-            .filter(|k| **k == LayerKind::LinearAttention)
-            .count();
-        if linear_layers > 0 && linear_mixer.is_none() {
-            assumed.push(format!(
-                "the config does not describe its {linear_layers} linear-attention layers' mixer: they are sized with the attention layers' q, k, v and o projections (an approximation)"
-            ));
-        }
-        Ok(ModelShape {
+        // Qwen3-Next and Qwen3.5 gate each attention head's output from q_proj.
+        let attention_output_gate = matches!(
+            model_type.as_deref(),
+            Some("qwen3_next" | "qwen3_5_text" | "qwen3_5_moe_text")
+        );
+        let assumed = unknown_family_assumptions(family, model_type.as_deref(), &merged);
+        let mut shape = ModelShape {
             name: name_of(top, origin),
             model_type: family.map(|f| f.model_type.to_owned()).or(model_type),
             hidden_size: dims.hidden_size,
@@ -394,7 +396,27 @@ impl ModelShape {
             defaulted,
             assumed,
             quantized: quantization_summary(top).or_else(|| quantization_summary(cfg)),
-        })
+        };
+        shape.note_linear_layers();
+        Ok(shape)
+    }
+
+    /// What the plan should say about the linear-attention layers: their state's size
+    /// (not in the KV figures), or that their mixer is sized as attention.
+    fn note_linear_layers(&mut self) {
+        let layers = self.layer_kind_counts().2;
+        if layers == 0 {
+            return;
+        }
+        self.assumed.push(match self.linear_state_elements_per_layer() {
+            Some(elements) => format!(
+                "the {layers} linear-attention layers keep a fixed state of {} bytes per sequence at 16 bits ({elements} values a layer: the convolution's last inputs and the recurrent state), not counted in either KV figure",
+                elements * 2 * layers
+            ),
+            None => format!(
+                "the config does not describe its {layers} linear-attention layers' mixer: they are sized with the attention layers' q, k, v and o projections (an approximation)"
+            ),
+        });
     }
 
     /// The attention projections of one decoder layer: q, k, v, o (for latent attention
@@ -451,6 +473,20 @@ impl ModelShape {
                     lin("out_proj", h, value_dim),
                 ]
             }
+            Some(LinearMixer::Mamba2 {
+                inner,
+                heads,
+                groups,
+                state,
+                conv_kernel,
+            }) => {
+                let conv_dim = inner + 2 * groups * state;
+                vec![
+                    lin("in_proj", inner + conv_dim + heads, h),
+                    lin("conv1d", conv_dim, *conv_kernel),
+                    lin("out_proj", h, *inner),
+                ]
+            }
             None => self.attention_linears(),
         }
     }
@@ -461,6 +497,32 @@ impl ModelShape {
         let (full, sliding, linear) = self.layer_kind_counts();
         Self::params_of(&self.attention_linears()) * (full + sliding)
             + Self::params_of(&self.linear_layer_linears()) * linear
+    }
+
+    /// The fixed-size state one sequence keeps in each linear-attention layer, in
+    /// elements: the convolution's last `kernel - 1` inputs and the recurrent state
+    /// (Gated DeltaNet: value heads × key head size × value head size; Mamba-2:
+    /// heads × head size × state size). `None` when the mixer is not described.
+    pub fn linear_state_elements_per_layer(&self) -> Option<u64> {
+        Some(match self.linear_mixer.as_ref()? {
+            LinearMixer::GatedDeltaNet {
+                num_key_heads,
+                num_value_heads,
+                key_head_dim,
+                value_head_dim,
+                conv_kernel,
+            } => {
+                let conv_dim = 2 * num_key_heads * key_head_dim + num_value_heads * value_head_dim;
+                (conv_kernel - 1) * conv_dim + num_value_heads * key_head_dim * value_head_dim
+            }
+            LinearMixer::Mamba2 {
+                inner,
+                heads: _,
+                groups,
+                state,
+                conv_kernel,
+            } => (conv_kernel - 1) * (inner + 2 * groups * state) + inner * state,
+        })
     }
 
     /// The MLP linears at width `i`: gate, up, down (or up, down when not gated).
@@ -700,6 +762,29 @@ fn refuse_gemma3n(origin: &str, types: &[Option<&str>]) -> anyhow::Result<()> {
     }
 }
 
+/// What edgeplan assumes for a family it has no table for: attention and a gated MLP in
+/// every layer, and an untied head when the config does not state the tie.
+fn unknown_family_assumptions(
+    family: Option<&families::Family>,
+    model_type: Option<&str>,
+    merged: &Map<String, Value>,
+) -> Vec<String> {
+    if family.is_some() {
+        return Vec::new();
+    }
+    let which = match model_type {
+        Some(t) => format!("model_type \"{t}\" is not a family edgeplan has a table for"),
+        None => "the config names no model_type".into(),
+    };
+    let mut assumed = vec![format!(
+        "{which}: its layers are taken as attention + a gated MLP (gate, up, down) of intermediate_size"
+    )];
+    if merged.get("tie_word_embeddings").is_none_or(Value::is_null) {
+        assumed.push("the config does not state tie_word_embeddings: the head is taken as untied, so a 16-bit path counts its vocab_size x hidden_size x 2 bytes (transformers' own default is tied)".into());
+    }
+    assumed
+}
+
 /// Architectures outside the formulas, by `model_type` ([`UNMODELLED`]) or, for a
 /// family edgeplan does not know, by a state-space key ([`UNMODELLED_KEYS`]): exit 65
 /// with the reason, rather than a stack of attention layers sized wrong.
@@ -787,6 +872,13 @@ fn family_rules(
     };
     if let Some(kv) = kv_heads {
         merged.insert("num_key_value_heads".into(), kv.into());
+    }
+    // Granite 4.0 without experts runs only its shared MLP, of shared_intermediate_size.
+    if family.model_type == "granitemoehybrid"
+        && count(merged, "num_local_experts") == Some(0)
+        && let Some(shared) = merged.get("shared_intermediate_size").cloned()
+    {
+        merged.insert("intermediate_size".into(), shared);
     }
     let hidden = count(merged, "hidden_size");
     if family.model_type == "mpt" {
@@ -890,9 +982,9 @@ fn require_keys(
     }))
 }
 
-/// Whether a defaulted key changed the shape, given whether the model slides and
-/// has experts: the sliding and expert keys matter only then, the others always.
-fn default_shaped(key: &str, slides: bool, has_experts: bool) -> bool {
+/// Whether a defaulted key changed the shape, given whether the model slides, has
+/// experts and Mamba-2 layers: those keys matter only then, the others always.
+fn default_shaped(key: &str, slides: bool, has_experts: bool, has_mamba: bool) -> bool {
     match key {
         "use_sliding_window"
         | "max_window_layers"
@@ -904,6 +996,7 @@ fn default_shaped(key: &str, slides: bool, has_experts: bool) -> bool {
         | "moe_intermediate_size"
         | "shared_expert_intermediate_size"
         | "decoder_sparse_step" => has_experts,
+        k if k.starts_with("mamba_") => has_mamba,
         _ => true,
     }
 }
@@ -1108,6 +1201,7 @@ impl Fields<'_> {
         };
         let sliding = LayerKind::SlidingAttention;
         Ok(match (rule, window) {
+            (SlidingRule::AllMamba, _) => vec![LayerKind::LinearAttention; layers],
             (_, None) => vec![LayerKind::FullAttention; layers],
             (SlidingRule::AllWhenSet, Some(_)) => vec![sliding; layers],
             (SlidingRule::Alternating, Some(_)) => {
@@ -1179,7 +1273,11 @@ impl Fields<'_> {
         let gated_shared = self.opt_u64("shared_expert_intermediate_size")?;
         let shared_expert_intermediate_size = match gated_shared {
             Some(s) => s,
-            None => self.opt_u64("n_shared_experts")?.unwrap_or(0) * expert_intermediate_size,
+            // Granite's shared MLP (`shared_intermediate_size`) has no gate of its own.
+            None => match self.opt_u64("shared_intermediate_size")? {
+                Some(s) => s,
+                None => self.opt_u64("n_shared_experts")?.unwrap_or(0) * expert_intermediate_size,
+            },
         };
         let step = self.opt_u64("decoder_sparse_step")?.unwrap_or(1).max(1);
         let freq = self.opt_u64("moe_layer_freq")?.unwrap_or(1).max(1);
@@ -1223,6 +1321,9 @@ impl Fields<'_> {
     /// The linear-attention mixer the config describes: Qwen3-Next's Gated DeltaNet
     /// (`linear_num_key_heads` and the other `linear_*` keys), else `None`.
     fn linear_mixer(&self) -> anyhow::Result<Option<LinearMixer>> {
+        if self.opt_u64("mamba_n_heads")?.is_some() {
+            return self.mamba2().map(Some);
+        }
         if self.opt_u64("linear_num_key_heads")?.is_none() {
             return Ok(None);
         }
@@ -1233,6 +1334,38 @@ impl Fields<'_> {
             value_head_dim: self.req_u64("linear_value_head_dim")?,
             conv_kernel: self.req_u64("linear_conv_kernel_dim")?,
         }))
+    }
+
+    /// A Mamba-2 mixer from the `mamba_*` keys, checked the way
+    /// `GraniteMoeHybridConfig` checks them (the heads divide `mamba_expand × hidden`).
+    fn mamba2(&self) -> anyhow::Result<LinearMixer> {
+        let hidden = self.req_u64("hidden_size")?;
+        let expand = self.req_u64("mamba_expand")?;
+        let heads = self.req_u64("mamba_n_heads")?;
+        let inner = expand * hidden;
+        if !inner.is_multiple_of(heads) {
+            return Err(self.bad(
+                "mamba_n_heads",
+                &format!("({heads}) must divide mamba_expand x hidden_size ({inner})"),
+            ));
+        }
+        if let Some(d) = self.opt_u64("mamba_d_head")?
+            && d * heads != inner
+        {
+            return Err(self.bad(
+                "mamba_d_head",
+                &format!(
+                    "({d}) x mamba_n_heads ({heads}) must be mamba_expand x hidden_size ({inner})"
+                ),
+            ));
+        }
+        Ok(LinearMixer::Mamba2 {
+            inner,
+            heads,
+            groups: self.req_u64("mamba_n_groups")?,
+            state: self.req_u64("mamba_d_state")?,
+            conv_kernel: self.req_u64("mamba_d_conv")?,
+        })
     }
 
     /// Latent attention, when the config has a `kv_lora_rank`.
@@ -1722,9 +1855,9 @@ mod tests {
             m.decoder_linear_params(),
             12 * attention + 36 * gdn + 48 * experts
         );
-        // A GDN key without the others is named.
+        // A GDN key without the others is named (a family without Qwen3-Next's defaults).
         let err = ModelShape::from_config_json(
-            r#"{"model_type": "qwen3_next", "hidden_size": 8, "intermediate_size": 8,
+            r#"{"model_type": "mystery_next", "hidden_size": 8, "intermediate_size": 8,
             "num_hidden_layers": 4, "num_attention_heads": 2, "vocab_size": 4,
             "full_attention_interval": 4, "linear_num_key_heads": 2}"#,
             "c.json",
@@ -1745,8 +1878,8 @@ mod tests {
                 "model_type \"falcon_h1\" is not supported (Falcon-H1 runs a Mamba-2 mixer",
             ),
             (
-                r#"{"model_type": "granitemoehybrid", "layer_types": ["mamba", "attention"]}"#,
-                "model_type \"granitemoehybrid\" is not supported (Granite 4.0-H",
+                r#"{"model_type": "bamba", "hidden_size": 8}"#,
+                "model_type \"bamba\" is not supported (Bamba places",
             ),
             (
                 r#"{"model_type": "llama4", "text_config": {"model_type": "llama4_text"}}"#,
@@ -1832,6 +1965,83 @@ mod tests {
         );
         assert_eq!((m.hidden_size, m.num_hidden_layers), (896, 24));
         assert!(m.multimodal);
+    }
+
+    #[test]
+    fn mamba2_layers_are_sized_as_their_projections() {
+        // A Granite 4.0-H-Tiny shape: 36 Mamba-2 layers, 4 attention, 64 experts of 512
+        // and an ungated shared MLP of 1024 in every layer.
+        let mut types = vec!["\"mamba\""; 40];
+        for i in [5, 15, 25, 35] {
+            types[i] = "\"attention\"";
+        }
+        let cfg = format!(
+            r#"{{"model_type": "granitemoehybrid", "hidden_size": 1536, "num_hidden_layers": 40,
+            "num_attention_heads": 12, "num_key_value_heads": 4, "vocab_size": 100352,
+            "num_local_experts": 64, "num_experts_per_tok": 6, "intermediate_size": 512,
+            "shared_intermediate_size": 1024, "mamba_expand": 2, "mamba_n_heads": 48,
+            "mamba_d_head": 64, "mamba_d_state": 128, "mamba_n_groups": 1, "mamba_d_conv": 4,
+            "tie_word_embeddings": true, "layer_types": [{}]}}"#,
+            types.join(", ")
+        );
+        let m = parse(&cfg);
+        assert_eq!(m.layer_kind_counts(), (4, 0, 36));
+        let attention = 2 * 1536 * 1536 + 2 * 512 * 1536;
+        let conv_dim = 3072 + 2 * 128;
+        let mamba = (3072 + conv_dim + 48) * 1536 + conv_dim * 4 + 1536 * 3072;
+        let mlp = 64 * 3 * 512 * 1536 + 3 * 1024 * 1536;
+        assert_eq!(
+            m.decoder_linear_params(),
+            4 * attention + 36 * mamba + 40 * mlp
+        );
+        let moe = m.moe.clone().unwrap();
+        assert!(!moe.shared_expert_gate);
+        assert_eq!(
+            m.linear_state_elements_per_layer(),
+            Some(3 * conv_dim + 3072 * 128)
+        );
+        assert!(
+            m.assumed
+                .iter()
+                .any(|a| a.contains("36 linear-attention layers keep"))
+        );
+        // Without experts (Granite 4.0-H-Micro) the shared MLP is the layer's MLP.
+        let dense = cfg.replace("\"num_local_experts\": 64", "\"num_local_experts\": 0");
+        let m = parse(&dense);
+        assert!(m.moe.is_none());
+        assert_eq!(m.intermediate_size, 1024);
+        // Heads that do not divide the inner size are named.
+        let bad = cfg.replace("\"mamba_n_heads\": 48", "\"mamba_n_heads\": 50");
+        let err = ModelShape::from_config_json(&bad, "c.json").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("\"mamba_n_heads\" (50) must divide"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn qwen3_5_is_read_through_its_text_config_with_gated_attention() {
+        let m = parse(
+            r#"{"model_type": "qwen3_5", "tie_word_embeddings": false,
+            "text_config": {"model_type": "qwen3_5_text", "hidden_size": 1024,
+            "intermediate_size": 3072, "num_hidden_layers": 8, "num_attention_heads": 8,
+            "num_key_value_heads": 2, "head_dim": 256, "vocab_size": 248320,
+            "linear_num_key_heads": 16, "linear_num_value_heads": 16},
+            "vision_config": {"depth": 12}}"#,
+        );
+        assert_eq!(
+            m.layer_kind_counts(),
+            (2, 0, 6),
+            "full_attention_interval 4"
+        );
+        assert!(m.attention_output_gate && m.multimodal);
+        let attention = 2 * 2048 * 1024 + 2 * 512 * 1024 + 1024 * 2048;
+        let gdn = (2 * 2048 + 2 * 2048) * 1024 + 32 * 1024 + 3 * 2048 * 4 + 1024 * 2048;
+        assert_eq!(
+            m.decoder_linear_params(),
+            2 * attention + 6 * gdn + 8 * 3 * 3072 * 1024
+        );
     }
 
     #[test]
