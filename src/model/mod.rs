@@ -201,6 +201,24 @@ const READ_KEYS: &[&str] = &[
     "mamba_expand",
 ];
 
+/// The largest width, head count, vocabulary or expert count edgeplan accepts (2^20):
+/// far past any real model, and small enough that one layer's parameters fit in u64.
+const MAX_DIM: u64 = 1 << 20;
+
+/// Counts that may exceed [`MAX_DIM`]: token lengths (and the layer count, bounded on
+/// its own).
+const UNBOUNDED_KEYS: &[&str] = &[
+    "max_position_embeddings",
+    "original_max_position_embeddings",
+    "sliding_window",
+    "num_hidden_layers",
+    "max_window_layers",
+];
+
+/// The most parameters a config may describe (10^14, a hundred times the largest
+/// published models): past it the figures would overflow.
+const MAX_PARAMS: f64 = 1e14;
+
 /// Keys that hold a multimodal model's encoder config beside the language keys.
 const MULTIMODAL_KEYS: &[&str] = &["vision_config", "audio_config", "speech_config"];
 
@@ -398,7 +416,28 @@ impl ModelShape {
             quantized: quantization_summary(top).or_else(|| quantization_summary(cfg)),
         };
         shape.note_linear_layers();
+        shape.check_plausible(origin)?;
         Ok(shape)
+    }
+
+    /// The model's parameter count, estimated in floating point before any u64 sum
+    /// over the layers is formed: exit 65 past [`MAX_PARAMS`], so no figure overflows.
+    fn check_plausible(&self, origin: &str) -> anyhow::Result<()> {
+        let per = |l: Vec<Linear>| Self::params_of(&l) as f64;
+        let mut layer = per(self.attention_linears()).max(per(self.linear_layer_linears()))
+            + per(self.mlp_linears(self.intermediate_size));
+        if let Some(m) = &self.moe {
+            layer += m.num_experts as f64 * per(self.mlp_linears(m.expert_intermediate_size))
+                + per(self.mlp_linears(m.shared_expert_intermediate_size));
+        }
+        let total = self.num_hidden_layers as f64 * layer
+            + 2.0 * self.vocab_size as f64 * self.hidden_size as f64;
+        if total > MAX_PARAMS {
+            return Err(data_error(format!(
+                "{origin}: the config describes about {total:.1e} parameters, which is not a plausible model"
+            )));
+        }
+        Ok(())
     }
 
     /// What the plan should say about the linear-attention layers: their state's size
@@ -1037,6 +1076,10 @@ impl Fields<'_> {
         match self.cfg.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(v) => match v.as_u64() {
+                Some(n) if n > MAX_DIM && !UNBOUNDED_KEYS.contains(&key) => Err(self.bad(
+                    key,
+                    &format!("({n}) is not a plausible size (at most {MAX_DIM})"),
+                )),
                 Some(n) => Ok(Some(n)),
                 None => Err(self.bad(key, &format!("must be a non-negative integer, got {v}"))),
             },
@@ -1755,6 +1798,14 @@ mod tests {
             (
                 r#"{"model_type": "gemma3n_text", "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 2, "num_attention_heads": 8, "vocab_size": 262400}"#,
                 "num_kv_shared_layers layers are outside edgeplan's weight and KV formulas",
+            ),
+            (
+                r#"{"model_type": "llama", "hidden_size": 100000000000}"#,
+                "\"hidden_size\" (100000000000) is not a plausible size",
+            ),
+            (
+                r#"{"model_type": "llama", "hidden_size": 1048576, "intermediate_size": 1048576, "num_hidden_layers": 9000, "num_attention_heads": 1}"#,
+                "parameters, which is not a plausible model",
             ),
             ("[1, 2]", "must be a JSON object"),
             ("{", "not valid JSON"),
