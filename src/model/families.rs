@@ -449,6 +449,16 @@ pub const FAMILIES: &[Family] = &[
             "linear_num_key_heads": 16, "linear_num_value_heads": 32}"#,
         ..PLAIN
     },
+    Family {
+        model_type: "falcon_h1",
+        class: "FalconH1Config (a Mamba-2 mixer beside attention in every layer)",
+        defaults: r#"{"vocab_size": 128000, "hidden_size": 4096, "intermediate_size": 14336,
+            "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+            "max_position_embeddings": 8192, "tie_word_embeddings": false,
+            "mamba_d_ssm": 1024, "mamba_n_heads": 128, "mamba_n_groups": 1,
+            "mamba_d_state": 256, "mamba_d_conv": 4, "mamba_expand": 2}"#,
+        ..PLAIN
+    },
 ];
 
 /// The family row for a `model_type`, or for the family another name belongs to: a

@@ -134,6 +134,9 @@ pub struct ModelShape {
     /// The linear-attention layers' mixer; `None` when there are none or the config
     /// does not describe them (they are then sized as attention layers).
     pub linear_mixer: Option<LinearMixer>,
+    /// Whether every layer runs the linear mixer beside its attention (Falcon-H1), rather
+    /// than in place of it.
+    pub parallel_linear_mixer: bool,
     /// Whether `q_proj` also produces a per-head output gate (twice the outputs):
     /// Qwen3-Next's and Qwen3.5's gated attention.
     pub attention_output_gate: bool,
@@ -225,10 +228,6 @@ const MULTIMODAL_KEYS: &[&str] = &["vision_config", "audio_config", "speech_conf
 /// Architectures whose layers are not the attention + MLP stack these formulas size,
 /// refused by `model_type` with the reason (a wrapper's or its text model's type).
 const UNMODELLED: &[(&[&str], &str)] = &[
-    (
-        &["falcon_h1"],
-        "Falcon-H1 runs a Mamba-2 mixer beside attention in every layer",
-    ),
     (
         &["bamba"],
         "Bamba places its attention layers by attn_layer_indices among Mamba-2 layers",
@@ -373,11 +372,14 @@ impl ModelShape {
             field.layer_kinds(dims.num_hidden_layers as usize, rule)?;
         let moe = field.moe(dims.num_hidden_layers, dims.intermediate_size)?;
         let mla = field.mla()?;
-        let linear_mixer = if layer_kinds.contains(&LayerKind::LinearAttention) {
-            field.linear_mixer()?
-        } else {
-            None
-        };
+        // Falcon-H1 runs a Mamba-2 mixer beside the attention of every layer.
+        let parallel_linear_mixer = model_type.as_deref() == Some("falcon_h1");
+        let linear_mixer =
+            if parallel_linear_mixer || layer_kinds.contains(&LayerKind::LinearAttention) {
+                field.linear_mixer()?
+            } else {
+                None
+            };
         // Only the defaults that changed the shape are worth a note.
         let has_mamba = matches!(linear_mixer, Some(LinearMixer::Mamba2 { .. }));
         defaulted.retain(|k| default_shaped(k, sliding_window.is_some(), moe.is_some(), has_mamba));
@@ -405,6 +407,7 @@ impl ModelShape {
             moe,
             mla,
             linear_mixer,
+            parallel_linear_mixer,
             attention_output_gate,
             multimodal: !std::ptr::eq(cfg, top)
                 || MULTIMODAL_KEYS
@@ -424,7 +427,8 @@ impl ModelShape {
     /// over the layers is formed: exit 65 past [`MAX_PARAMS`], so no figure overflows.
     fn check_plausible(&self, origin: &str) -> anyhow::Result<()> {
         let per = |l: Vec<Linear>| Self::params_of(&l) as f64;
-        let mut layer = per(self.attention_linears()).max(per(self.linear_layer_linears()))
+        let mut layer = per(self.attention_linears())
+            + per(self.linear_layer_linears())
             + per(self.mlp_linears(self.intermediate_size));
         if let Some(m) = &self.moe {
             layer += m.num_experts as f64 * per(self.mlp_linears(m.expert_intermediate_size))
@@ -443,11 +447,19 @@ impl ModelShape {
     /// What the plan should say about the linear-attention layers: their state's size
     /// (not in the KV figures), or that their mixer is sized as attention.
     fn note_linear_layers(&mut self) {
-        let layers = self.layer_kind_counts().2;
+        let layers = if self.parallel_linear_mixer {
+            self.num_hidden_layers
+        } else {
+            self.layer_kind_counts().2
+        };
         if layers == 0 {
             return;
         }
         self.assumed.push(match self.linear_state_elements_per_layer() {
+            Some(elements) if self.parallel_linear_mixer => format!(
+                "the Mamba-2 mixers beside the attention of all {layers} layers keep a fixed state of {} bytes per sequence at 16 bits ({elements} values a layer: the convolution's last inputs and the recurrent state), not counted in either KV figure",
+                elements * 2 * layers
+            ),
             Some(elements) => format!(
                 "the {layers} linear-attention layers keep a fixed state of {} bytes per sequence at 16 bits ({elements} values a layer: the convolution's last inputs and the recurrent state), not counted in either KV figure",
                 elements * 2 * layers
@@ -534,8 +546,13 @@ impl ModelShape {
     /// the linear mixer in linear-attention layers.
     fn mixer_params(&self) -> u64 {
         let (full, sliding, linear) = self.layer_kind_counts();
+        let beside = if self.parallel_linear_mixer {
+            full + sliding
+        } else {
+            0
+        };
         Self::params_of(&self.attention_linears()) * (full + sliding)
-            + Self::params_of(&self.linear_layer_linears()) * linear
+            + Self::params_of(&self.linear_layer_linears()) * (linear + beside)
     }
 
     /// The fixed-size state one sequence keeps in each linear-attention layer, in
@@ -1380,16 +1397,20 @@ impl Fields<'_> {
     }
 
     /// A Mamba-2 mixer from the `mamba_*` keys, checked the way
-    /// `GraniteMoeHybridConfig` checks them (the heads divide `mamba_expand × hidden`).
+    /// `GraniteMoeHybridConfig` and `FalconH1Config` check them (the heads divide the
+    /// inner size: `mamba_d_ssm`, else `mamba_expand × hidden`).
     fn mamba2(&self) -> anyhow::Result<LinearMixer> {
         let hidden = self.req_u64("hidden_size")?;
-        let expand = self.req_u64("mamba_expand")?;
         let heads = self.req_u64("mamba_n_heads")?;
-        let inner = expand * hidden;
+        // Falcon-H1 may state the inner size itself (mamba_d_ssm).
+        let inner = match self.opt_u64("mamba_d_ssm")? {
+            Some(d) => d,
+            None => self.req_u64("mamba_expand")? * hidden,
+        };
         if !inner.is_multiple_of(heads) {
             return Err(self.bad(
                 "mamba_n_heads",
-                &format!("({heads}) must divide mamba_expand x hidden_size ({inner})"),
+                &format!("({heads}) must divide the Mamba-2 inner size ({inner})"),
             ));
         }
         if let Some(d) = self.opt_u64("mamba_d_head")?
@@ -1924,10 +1945,6 @@ mod tests {
     #[test]
     fn unmodelled_architectures_are_refused_by_name_or_key() {
         for (text, expected) in [
-            (
-                r#"{"model_type": "falcon_h1", "hidden_size": 1024, "intermediate_size": 2048, "num_hidden_layers": 36, "num_attention_heads": 8, "vocab_size": 32784}"#,
-                "model_type \"falcon_h1\" is not supported (Falcon-H1 runs a Mamba-2 mixer",
-            ),
             (
                 r#"{"model_type": "bamba", "hidden_size": 8}"#,
                 "model_type \"bamba\" is not supported (Bamba places",
