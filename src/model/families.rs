@@ -459,6 +459,21 @@ pub const FAMILIES: &[Family] = &[
             "mamba_d_state": 256, "mamba_d_conv": 4, "mamba_expand": 2}"#,
         ..PLAIN
     },
+    Family {
+        model_type: "lfm2",
+        class: "Lfm2Config (LFM2: short-convolution and attention layers)",
+        defaults: r#"{"vocab_size": 65536, "hidden_size": 2560, "intermediate_size": 12288,
+            "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+            "max_position_embeddings": 128000, "tie_word_embeddings": true,
+            "conv_L_cache": 3, "block_multiple_of": 256, "block_ffn_dim_multiplier": 1.0,
+            "block_auto_adjust_ff_dim": true}"#,
+        aliases: &[
+            ("intermediate_size", "block_ff_dim"),
+            ("num_attention_heads", "num_heads"),
+            ("tie_word_embeddings", "tie_embedding"),
+        ],
+        ..PLAIN
+    },
 ];
 
 /// The family row for a `model_type`, or for the family another name belongs to: a
@@ -488,6 +503,7 @@ pub fn text_family_of(wrapper_type: &str) -> Option<&'static str> {
         "qwen2_vl" | "qwen2_5_vl" => "qwen2",
         "qwen3_5" => "qwen3_5_text",
         "qwen3_5_moe" => "qwen3_5_moe_text",
+        "lfm2_vl" => "lfm2",
         _ => return None,
     })
 }

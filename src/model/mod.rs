@@ -87,6 +87,9 @@ pub enum LinearMixer {
         value_head_dim: u64,
         conv_kernel: u64,
     },
+    /// LFM2's gated short convolution (`conv_L_cache`): `in_proj` to B, C and x, a
+    /// depthwise `conv1d` of `conv_L_cache` taps, and `out_proj` (`Lfm2ShortConv`).
+    ShortConv { kernel: u64 },
     /// A Mamba-2 mixer (Granite 4.0-H: `mamba_*` keys): `in_proj` to the gate, x, B, C
     /// and dt, a depthwise `conv1d` over x, B and C, and `out_proj`
     /// (`BambaMixer`, transformers' `modeling_bamba.py`).
@@ -249,8 +252,8 @@ const UNMODELLED: &[(&[&str], &str)] = &[
         "Zamba's Mamba layers share attention blocks across the stack",
     ),
     (
-        &["lfm2", "lfm2_moe", "lfm2_vl"],
-        "LFM2's short-convolution layers have their own projections, and its MLP width is block_ff_dim adjusted by block_auto_adjust_ff_dim and block_multiple_of",
+        &["lfm2_moe"],
+        "LFM2-MoE's dense and expert layers are placed by num_dense_layers",
     ),
     (
         &["recurrent_gemma"],
@@ -524,6 +527,11 @@ impl ModelShape {
                     lin("out_proj", h, value_dim),
                 ]
             }
+            Some(LinearMixer::ShortConv { kernel }) => vec![
+                lin("in_proj", 3 * h, h),
+                lin("conv1d", h, *kernel),
+                lin("out_proj", h, h),
+            ],
             Some(LinearMixer::Mamba2 {
                 inner,
                 heads,
@@ -578,6 +586,7 @@ impl ModelShape {
                 state,
                 conv_kernel,
             } => (conv_kernel - 1) * (inner + 2 * groups * state) + inner * state,
+            LinearMixer::ShortConv { kernel } => (kernel - 1) * self.hidden_size,
         })
     }
 
@@ -929,6 +938,9 @@ fn family_rules(
     if let Some(kv) = kv_heads {
         merged.insert("num_key_value_heads".into(), kv.into());
     }
+    if family.model_type == "lfm2" {
+        lfm2_mlp_width(merged, origin)?;
+    }
     // Granite 4.0 without experts runs only its shared MLP, of shared_intermediate_size.
     if family.model_type == "granitemoehybrid"
         && count(merged, "num_local_experts") == Some(0)
@@ -958,6 +970,48 @@ fn family_rules(
         merged.insert("intermediate_size".into(), (mult * h).into());
         defaulted.push("intermediate_size".into());
     }
+    Ok(())
+}
+
+/// LFM2's MLP width, as `Lfm2MLP` derives it from `intermediate_size` (`block_ff_dim`)
+/// when `block_auto_adjust_ff_dim` is set: two thirds, times `block_ffn_dim_multiplier`
+/// (when set), rounded up to a multiple of `block_multiple_of` (LFM2-1.2B: 12288 → 8192).
+fn lfm2_mlp_width(merged: &mut Map<String, Value>, origin: &str) -> anyhow::Result<()> {
+    if merged
+        .get("block_auto_adjust_ff_dim")
+        .and_then(Value::as_bool)
+        != Some(true)
+    {
+        return Ok(());
+    }
+    let bad = |key: &str, v: &Value| {
+        data_error(format!(
+            "{origin}: field \"{key}\" must be a positive number, got {v}"
+        ))
+    };
+    let Some(width) = merged.get("intermediate_size").and_then(Value::as_u64) else {
+        return Ok(()); // require_keys names it
+    };
+    let mut width = 2 * width / 3;
+    match merged.get("block_ffn_dim_multiplier") {
+        None | Some(Value::Null) => {}
+        Some(v) => {
+            let m = v
+                .as_f64()
+                .filter(|m| *m > 0.0)
+                .ok_or_else(|| bad("block_ffn_dim_multiplier", v))?;
+            width = (m * width as f64) as u64;
+            let multiple = match merged.get("block_multiple_of") {
+                Some(v) => v
+                    .as_u64()
+                    .filter(|m| *m > 0)
+                    .ok_or_else(|| bad("block_multiple_of", v))?,
+                None => 1,
+            };
+            width = width.div_ceil(multiple) * multiple;
+        }
+    }
+    merged.insert("intermediate_size".into(), width.into());
     Ok(())
 }
 
@@ -1186,6 +1240,25 @@ impl Fields<'_> {
         let window = self.opt_u64("sliding_window")?.filter(|w| *w > 0);
         let kinds = if let Some(types) = self.cfg.get("layer_types").filter(|v| !v.is_null()) {
             self.listed_kinds(types, layers)?
+        } else if let Some(idxs) = self.cfg.get("full_attn_idxs").filter(|v| !v.is_null()) {
+            // LFM2's older configs: the attention layers' indices, the others convolutions.
+            let Some(idxs) = idxs.as_array() else {
+                return Err(self.bad("full_attn_idxs", "must be a list of layer indices"));
+            };
+            let mut full = Vec::with_capacity(idxs.len());
+            for v in idxs {
+                match v.as_u64() {
+                    Some(i) => full.push(i),
+                    None => {
+                        return Err(self.bad("full_attn_idxs", "must be a list of layer indices"));
+                    }
+                }
+            }
+            kinds_by(
+                layers,
+                |i| full.contains(&(i as u64)),
+                LayerKind::LinearAttention,
+            )
         } else if let Some(interval) = self.opt_u64("full_attention_interval")? {
             if interval == 0 {
                 return Err(self.bad("full_attention_interval", "must be positive, got 0"));
@@ -1383,6 +1456,10 @@ impl Fields<'_> {
     fn linear_mixer(&self) -> anyhow::Result<Option<LinearMixer>> {
         if self.opt_u64("mamba_n_heads")?.is_some() {
             return self.mamba2().map(Some);
+        }
+        if self.opt_u64("conv_L_cache")?.is_some() {
+            let kernel = self.req_u64("conv_L_cache")?;
+            return Ok(Some(LinearMixer::ShortConv { kernel }));
         }
         if self.opt_u64("linear_num_key_heads")?.is_none() {
             return Ok(None);
@@ -1958,8 +2035,8 @@ mod tests {
                 "OpenELM gives every layer its own head counts",
             ),
             (
-                r#"{"model_type": "lfm2", "hidden_size": 2048}"#,
-                "LFM2's short-convolution layers",
+                r#"{"model_type": "lfm2_moe", "hidden_size": 2048}"#,
+                "LFM2-MoE's dense and expert layers",
             ),
             (
                 r#"{"model_type": "mystery", "hidden_size": 8, "intermediate_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2, "vocab_size": 4, "mamba_d_state": 16}"#,
@@ -2086,6 +2163,28 @@ mod tests {
                 .contains("\"mamba_n_heads\" (50) must divide"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn lfm2_short_convolutions_and_its_adjusted_mlp_width() {
+        // LFM2-1.2B's original key names: block_ff_dim 12288 becomes an MLP of 8192.
+        let m = parse(
+            r#"{"model_type": "lfm2", "hidden_size": 2048, "block_ff_dim": 12288,
+            "num_hidden_layers": 16, "num_heads": 32, "num_key_value_heads": 8,
+            "vocab_size": 65536, "conv_L_cache": 3, "block_auto_adjust_ff_dim": true,
+            "block_ffn_dim_multiplier": 1.0, "block_multiple_of": 256,
+            "full_attn_idxs": [2, 5, 8, 10, 12, 14], "tie_embedding": true}"#,
+        );
+        assert_eq!(m.intermediate_size, 8192);
+        assert_eq!(m.layer_kind_counts(), (6, 0, 10));
+        assert!(m.tie_word_embeddings);
+        let attention = 2 * 2048 * 2048 + 2 * 512 * 2048;
+        let conv = 3 * 2048 * 2048 + 2048 * 3 + 2048 * 2048;
+        assert_eq!(
+            m.decoder_linear_params(),
+            6 * attention + 10 * conv + 16 * 3 * 8192 * 2048
+        );
+        assert_eq!(m.linear_state_elements_per_layer(), Some(2 * 2048));
     }
 
     #[test]
