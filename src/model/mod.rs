@@ -256,6 +256,10 @@ const UNMODELLED: &[(&[&str], &str)] = &[
         "LFM2-MoE's dense and expert layers are placed by num_dense_layers",
     ),
     (
+        &["kimi_linear", "minimax", "minimax_m1"],
+        "its linear-attention layers (Kimi Delta Attention, lightning attention) are placed and shaped by keys edgeplan does not model",
+    ),
+    (
         &["recurrent_gemma"],
         "RecurrentGemma's RG-LRU layers are recurrent, not attention",
     ),
@@ -284,6 +288,10 @@ const UNMODELLED_KEYS: &[&str] = &[
     "attn_layer_period",
     "conv_L_cache",
     "block_ff_dim",
+    "ssm_state_size",
+    "mamba_num_heads",
+    "linear_attn_config",
+    "attn_type_list",
 ];
 
 /// Key names other families give the shape; named when such a config lacks edgeplan's.
