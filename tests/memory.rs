@@ -1,6 +1,7 @@
-//! The memory fit on real model configs (`fixtures/models/real`, each a public copy cited in
-//! its README) against figures computed by hand (`manifest.toml`), and the engine kwargs
-//! the fit puts into the plan.
+//! The memory fit on real model configs (`fixtures/models/real`, cut to the keys edgeplan
+//! reads, and `fixtures/models/real-full`, complete and unmodified; each a public copy cited
+//! in its folder's README) against figures computed by hand (`manifest.toml`), the refusals
+//! of configs outside the formulas, and the engine kwargs the fit puts into the plan.
 
 use serde::Deserialize;
 
@@ -9,6 +10,15 @@ use crate::util::{edgeplan, fixture};
 #[derive(Debug, Deserialize)]
 struct Manifest {
     model: Vec<Expected>,
+    /// Configs outside the formulas: exit 65 with `error` in the message.
+    #[serde(default)]
+    refused: Vec<Refused>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Refused {
+    file: String,
+    error: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -44,17 +54,52 @@ fn u(v: &serde_json::Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
 }
 
-fn manifest() -> Manifest {
-    let text = std::fs::read_to_string(fixture("models/real/manifest.toml")).unwrap();
+fn manifest(folder: &str) -> Manifest {
+    let text = std::fs::read_to_string(fixture(&format!("models/{folder}/manifest.toml"))).unwrap();
     toml::from_str(&text).unwrap()
 }
 
 #[test]
 fn real_configs_match_the_hand_computed_manifest() {
-    let manifest = manifest();
-    assert!(manifest.model.len() >= 12, "at least 12 real configs");
+    check_manifest("real", 12);
+}
+
+#[test]
+fn complete_real_configs_match_the_hand_computed_manifest() {
+    check_manifest("real-full", 8);
+}
+
+#[test]
+fn complete_real_configs_outside_the_formulas_are_refused() {
+    let manifest = manifest("real-full");
+    assert!(!manifest.refused.is_empty());
+    for want in &manifest.refused {
+        let out = edgeplan()
+            .args(["plan", "--format", "json", "--context", "4096", "--model"])
+            .arg(format!("fixtures/models/real-full/{}", want.file))
+            .arg("--profile")
+            .arg(fixture("profiles/hand-cuda-h100.json"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(65), "{}: {stderr}", want.file);
+        assert!(out.stdout.is_empty(), "{}", want.file);
+        assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+        assert!(stderr.contains(&want.error), "{}: {stderr}", want.file);
+        assert!(stderr.contains(&want.file), "names the file: {stderr}");
+    }
+}
+
+/// Every `[[model]]` of `models/<folder>/manifest.toml` against `plan --format json`.
+fn check_manifest(folder: &str, at_least: usize) {
+    let manifest = manifest(folder);
+    assert!(
+        manifest.model.len() >= at_least,
+        "at least {at_least} configs in {folder}"
+    );
     for want in &manifest.model {
-        let model = format!("fixtures/models/real/{}", want.file);
+        let model = format!("fixtures/models/{folder}/{}", want.file);
         let name = &want.file;
         for (ctx, kv) in [("4096", want.kv_4k), ("32768", want.kv_32k)] {
             let (_, p, _) = plan("hand-x86-avx512-noamx", &model, &["--context", ctx]);
@@ -95,17 +140,25 @@ fn real_configs_match_the_hand_computed_manifest() {
 
 #[test]
 fn every_real_config_has_its_source_in_the_readme() {
-    let readme = std::fs::read_to_string(fixture("models/real/README.md")).unwrap();
-    for want in manifest().model {
-        let line = readme
-            .lines()
-            .find(|l| l.starts_with(&format!("| `{}`", want.file)))
-            .unwrap_or_else(|| panic!("{} is not in the README", want.file));
-        assert!(
-            line.contains("github.com/") && line.split('|').any(|c| c.trim().len() == 40),
-            "{}: the README names no repository and commit: {line}",
-            want.file
-        );
+    for folder in ["real", "real-full"] {
+        let readme =
+            std::fs::read_to_string(fixture(&format!("models/{folder}/README.md"))).unwrap();
+        let m = manifest(folder);
+        let files = m
+            .model
+            .iter()
+            .map(|e| &e.file)
+            .chain(m.refused.iter().map(|r| &r.file));
+        for file in files {
+            let line = readme
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{file}`")))
+                .unwrap_or_else(|| panic!("{folder}/{file} is not in the README"));
+            assert!(
+                line.contains("github.com/") && line.split('|').any(|c| c.trim().len() == 40),
+                "{folder}/{file}: the README names no repository and commit: {line}"
+            );
+        }
     }
 }
 

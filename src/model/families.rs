@@ -30,6 +30,9 @@ pub enum SlidingRule {
     /// Qwen: only with `use_sliding_window: true`, and then the layers from
     /// `max_window_layers` on (`configuration_qwen2.py`).
     QwenSwitch,
+    /// No window; without `layer_types` every layer is a Mamba-2 mixer
+    /// (`GraniteMoeHybridConfig.layers_block_type`).
+    AllMamba,
 }
 
 /// One family: its `model_type`, the transformers class the defaults come from, the
@@ -44,7 +47,34 @@ pub struct Family {
     pub sliding: SlidingRule,
     /// gate + up + down (SwiGLU/GeGLU) when true; up + down (`c_fc`, `c_proj`) when false.
     pub gated_mlp: bool,
+    /// The family's own names for the keys edgeplan reads, as (edgeplan's key, the
+    /// family's key): GPT-2's `n_embd` is `hidden_size` (the `attribute_map` of the
+    /// config class, or the names its `__init__` takes).
+    pub aliases: &'static [(&'static str, &'static str)],
+    /// When the MLP width is left out (or null), it is this many times `hidden_size`
+    /// (GPT-2's `n_inner: null` is 4 × `n_embd`); `None` when the defaults state it.
+    pub ffn_mult: Option<u64>,
 }
+
+/// The fields most families share: no other key names, the MLP width stated.
+const PLAIN: Family = Family {
+    model_type: "",
+    class: "",
+    defaults: "{}",
+    sliding: SlidingRule::AllWhenSet,
+    gated_mlp: true,
+    aliases: &[],
+    ffn_mult: None,
+};
+
+/// GPT-2's key names, shared by GPT-J, GPT-BigCode and Phi-1/2's remote-code configs.
+const GPT2_NAMES: &[(&str, &str)] = &[
+    ("hidden_size", "n_embd"),
+    ("num_hidden_layers", "n_layer"),
+    ("num_attention_heads", "n_head"),
+    ("intermediate_size", "n_inner"),
+    ("max_position_embeddings", "n_positions"),
+];
 
 /// Families whose config classes edgeplan knows. A multimodal config is read through
 /// its `text_config`, whose own `model_type` (or the mapping in [`text_family_of`])
@@ -58,6 +88,7 @@ pub const FAMILIES: &[Family] = &[
             "tie_word_embeddings": false}"#,
         sliding: SlidingRule::AllWhenSet,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "mistral",
@@ -68,6 +99,7 @@ pub const FAMILIES: &[Family] = &[
             "sliding_window": 4096}"#,
         sliding: SlidingRule::AllWhenSet,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "mixtral",
@@ -78,6 +110,7 @@ pub const FAMILIES: &[Family] = &[
             "num_experts_per_tok": 2, "num_local_experts": 8}"#,
         sliding: SlidingRule::AllWhenSet,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "qwen2",
@@ -88,6 +121,7 @@ pub const FAMILIES: &[Family] = &[
             "use_sliding_window": false, "sliding_window": 4096, "max_window_layers": 28}"#,
         sliding: SlidingRule::QwenSwitch,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "qwen2_moe",
@@ -101,6 +135,7 @@ pub const FAMILIES: &[Family] = &[
             "num_experts": 60, "mlp_only_layers": []}"#,
         sliding: SlidingRule::QwenSwitch,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "qwen3",
@@ -111,6 +146,7 @@ pub const FAMILIES: &[Family] = &[
             "use_sliding_window": false, "sliding_window": 4096, "max_window_layers": 28}"#,
         sliding: SlidingRule::QwenSwitch,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "qwen3_moe",
@@ -123,6 +159,7 @@ pub const FAMILIES: &[Family] = &[
             "num_experts_per_tok": 8, "num_experts": 128, "mlp_only_layers": []}"#,
         sliding: SlidingRule::QwenSwitch,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "gemma",
@@ -132,6 +169,7 @@ pub const FAMILIES: &[Family] = &[
             "head_dim": 256, "max_position_embeddings": 8192, "tie_word_embeddings": true}"#,
         sliding: SlidingRule::AllWhenSet,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "gemma2",
@@ -142,6 +180,7 @@ pub const FAMILIES: &[Family] = &[
             "sliding_window": 4096}"#,
         sliding: SlidingRule::Alternating,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "gemma3_text",
@@ -152,6 +191,7 @@ pub const FAMILIES: &[Family] = &[
             "sliding_window": 4096, "sliding_window_pattern": 6}"#,
         sliding: SlidingRule::EveryNthGlobal,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "phi3",
@@ -161,6 +201,7 @@ pub const FAMILIES: &[Family] = &[
             "original_max_position_embeddings": 4096, "tie_word_embeddings": false}"#,
         sliding: SlidingRule::AllWhenSet,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "phimoe",
@@ -171,6 +212,7 @@ pub const FAMILIES: &[Family] = &[
             "num_experts_per_tok": 2, "num_local_experts": 16}"#,
         sliding: SlidingRule::AllWhenSet,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "starcoder2",
@@ -180,6 +222,7 @@ pub const FAMILIES: &[Family] = &[
             "max_position_embeddings": 4096, "tie_word_embeddings": true}"#,
         sliding: SlidingRule::AllWhenSet,
         gated_mlp: false,
+        ..PLAIN
     },
     Family {
         model_type: "olmoe",
@@ -189,6 +232,7 @@ pub const FAMILIES: &[Family] = &[
             "tie_word_embeddings": false, "num_experts_per_tok": 8, "num_experts": 64}"#,
         sliding: SlidingRule::AllWhenSet,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "gpt_oss",
@@ -199,6 +243,7 @@ pub const FAMILIES: &[Family] = &[
             "sliding_window": 128, "num_local_experts": 128, "num_experts_per_tok": 4}"#,
         sliding: SlidingRule::Alternating,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "smollm3",
@@ -209,6 +254,7 @@ pub const FAMILIES: &[Family] = &[
             "use_sliding_window": false, "max_window_layers": 28}"#,
         sliding: SlidingRule::QwenSwitch,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "granite",
@@ -218,6 +264,7 @@ pub const FAMILIES: &[Family] = &[
             "tie_word_embeddings": false}"#,
         sliding: SlidingRule::AllWhenSet,
         gated_mlp: true,
+        ..PLAIN
     },
     Family {
         model_type: "olmo2",
@@ -227,12 +274,223 @@ pub const FAMILIES: &[Family] = &[
             "tie_word_embeddings": false}"#,
         sliding: SlidingRule::AllWhenSet,
         gated_mlp: true,
+        ..PLAIN
+    },
+    Family {
+        model_type: "gpt2",
+        class: "GPT2Config",
+        defaults: r#"{"vocab_size": 50257, "hidden_size": 768, "num_hidden_layers": 12,
+            "num_attention_heads": 12, "max_position_embeddings": 1024,
+            "tie_word_embeddings": true}"#,
+        gated_mlp: false,
+        aliases: GPT2_NAMES,
+        ffn_mult: Some(4),
+        ..PLAIN
+    },
+    Family {
+        model_type: "gpt_bigcode",
+        class: "GPTBigCodeConfig (multi_query: one KV head)",
+        defaults: r#"{"vocab_size": 50257, "hidden_size": 768, "num_hidden_layers": 12,
+            "num_attention_heads": 12, "max_position_embeddings": 1024,
+            "tie_word_embeddings": true}"#,
+        gated_mlp: false,
+        aliases: GPT2_NAMES,
+        ffn_mult: Some(4),
+        ..PLAIN
+    },
+    Family {
+        model_type: "gptj",
+        class: "GPTJConfig",
+        defaults: r#"{"vocab_size": 50400, "hidden_size": 4096, "num_hidden_layers": 28,
+            "num_attention_heads": 16, "max_position_embeddings": 2048,
+            "tie_word_embeddings": false}"#,
+        gated_mlp: false,
+        aliases: GPT2_NAMES,
+        ffn_mult: Some(4),
+        ..PLAIN
+    },
+    Family {
+        model_type: "gpt_neox",
+        class: "GPTNeoXConfig",
+        defaults: r#"{"vocab_size": 50432, "hidden_size": 6144, "intermediate_size": 24576,
+            "num_hidden_layers": 44, "num_attention_heads": 64, "max_position_embeddings": 2048,
+            "tie_word_embeddings": false}"#,
+        gated_mlp: false,
+        ..PLAIN
+    },
+    Family {
+        model_type: "phi",
+        class: "PhiConfig",
+        defaults: r#"{"vocab_size": 51200, "hidden_size": 2048, "intermediate_size": 8192,
+            "num_hidden_layers": 24, "num_attention_heads": 32, "max_position_embeddings": 2048,
+            "tie_word_embeddings": false}"#,
+        gated_mlp: false,
+        ..PLAIN
+    },
+    Family {
+        model_type: "falcon",
+        class: "FalconConfig (multi_query: one KV head unless new_decoder_architecture)",
+        defaults: r#"{"vocab_size": 65024, "hidden_size": 4544, "num_hidden_layers": 32,
+            "num_attention_heads": 71, "max_position_embeddings": 2048,
+            "tie_word_embeddings": true}"#,
+        gated_mlp: false,
+        aliases: &[
+            ("hidden_size", "n_embed"),
+            ("num_hidden_layers", "n_layer"),
+            ("num_attention_heads", "n_head"),
+            ("intermediate_size", "ffn_hidden_size"),
+        ],
+        ffn_mult: Some(4),
+        ..PLAIN
+    },
+    Family {
+        model_type: "mpt",
+        class: "MptConfig (MLP: expansion_ratio x d_model)",
+        defaults: r#"{"vocab_size": 50368, "hidden_size": 2048, "num_hidden_layers": 24,
+            "num_attention_heads": 16, "max_position_embeddings": 2048,
+            "tie_word_embeddings": true}"#,
+        gated_mlp: false,
+        aliases: &[
+            ("hidden_size", "d_model"),
+            ("num_hidden_layers", "n_layers"),
+            ("num_attention_heads", "n_heads"),
+            ("max_position_embeddings", "max_seq_len"),
+        ],
+        ..PLAIN
+    },
+    Family {
+        model_type: "bloom",
+        class: "BloomConfig (ALiBi: no position limit)",
+        defaults: r#"{"vocab_size": 250880, "hidden_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 8, "tie_word_embeddings": true}"#,
+        gated_mlp: false,
+        aliases: &[
+            ("hidden_size", "n_embed"),
+            ("num_hidden_layers", "n_layer"),
+            ("num_attention_heads", "n_head"),
+        ],
+        ffn_mult: Some(4),
+        ..PLAIN
+    },
+    Family {
+        model_type: "chatglm",
+        class: "ChatGLMConfig (THUDM's remote code)",
+        defaults: r#"{"vocab_size": 65024, "hidden_size": 4096, "intermediate_size": 13696,
+            "num_hidden_layers": 28, "num_attention_heads": 32, "head_dim": 128,
+            "max_position_embeddings": 2048, "tie_word_embeddings": false}"#,
+        aliases: &[
+            ("num_hidden_layers", "num_layers"),
+            ("intermediate_size", "ffn_hidden_size"),
+            ("vocab_size", "padded_vocab_size"),
+            ("max_position_embeddings", "seq_length"),
+            ("head_dim", "kv_channels"),
+        ],
+        ..PLAIN
+    },
+    Family {
+        model_type: "glm",
+        class: "GlmConfig",
+        defaults: r#"{"vocab_size": 151552, "hidden_size": 4096, "intermediate_size": 13696,
+            "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 2,
+            "head_dim": 128, "max_position_embeddings": 131072, "tie_word_embeddings": false}"#,
+        ..PLAIN
+    },
+    Family {
+        model_type: "glm4",
+        class: "Glm4Config",
+        defaults: r#"{"vocab_size": 151552, "hidden_size": 4096, "intermediate_size": 13696,
+            "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 2,
+            "head_dim": 128, "max_position_embeddings": 131072, "tie_word_embeddings": false}"#,
+        ..PLAIN
+    },
+    Family {
+        model_type: "exaone",
+        class: "ExaoneConfig (LG's remote code; num_layers)",
+        defaults: r#"{"vocab_size": 102400, "hidden_size": 2048, "num_hidden_layers": 32,
+            "num_attention_heads": 32, "max_position_embeddings": 2048,
+            "tie_word_embeddings": true}"#,
+        aliases: &[("num_hidden_layers", "num_layers")],
+        ffn_mult: Some(4),
+        ..PLAIN
+    },
+    Family {
+        model_type: "granitemoehybrid",
+        class: "GraniteMoeHybridConfig (Granite 4.0, 4.0-H)",
+        defaults: r#"{"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
+            "num_hidden_layers": 32, "num_attention_heads": 32, "max_position_embeddings": 2048,
+            "tie_word_embeddings": false, "num_local_experts": 8, "num_experts_per_tok": 2,
+            "shared_intermediate_size": 1024, "mamba_n_heads": 128, "mamba_n_groups": 1,
+            "mamba_d_state": 256, "mamba_d_conv": 4, "mamba_expand": 2}"#,
+        sliding: SlidingRule::AllMamba,
+        ..PLAIN
+    },
+    Family {
+        model_type: "qwen3_next",
+        class: "Qwen3NextConfig (Gated DeltaNet + gated attention, MoE)",
+        defaults: r#"{"vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 5632,
+            "num_hidden_layers": 48, "num_attention_heads": 16, "num_key_value_heads": 2,
+            "head_dim": 256, "max_position_embeddings": 32768, "tie_word_embeddings": false,
+            "full_attention_interval": 4, "linear_conv_kernel_dim": 4,
+            "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+            "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+            "decoder_sparse_step": 1, "moe_intermediate_size": 512,
+            "shared_expert_intermediate_size": 512, "num_experts_per_tok": 10,
+            "num_experts": 512, "mlp_only_layers": []}"#,
+        ..PLAIN
+    },
+    Family {
+        model_type: "qwen3_5_text",
+        class: "Qwen3_5TextConfig (Gated DeltaNet + gated attention)",
+        defaults: r#"{"vocab_size": 248320, "hidden_size": 4096, "intermediate_size": 12288,
+            "num_hidden_layers": 32, "num_attention_heads": 16, "num_key_value_heads": 4,
+            "head_dim": 256, "max_position_embeddings": 32768, "tie_word_embeddings": false,
+            "full_attention_interval": 4, "linear_conv_kernel_dim": 4,
+            "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+            "linear_num_key_heads": 16, "linear_num_value_heads": 32}"#,
+        ..PLAIN
+    },
+    Family {
+        model_type: "falcon_h1",
+        class: "FalconH1Config (a Mamba-2 mixer beside attention in every layer)",
+        defaults: r#"{"vocab_size": 128000, "hidden_size": 4096, "intermediate_size": 14336,
+            "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+            "max_position_embeddings": 8192, "tie_word_embeddings": false,
+            "mamba_d_ssm": 1024, "mamba_n_heads": 128, "mamba_n_groups": 1,
+            "mamba_d_state": 256, "mamba_d_conv": 4, "mamba_expand": 2}"#,
+        ..PLAIN
+    },
+    Family {
+        model_type: "lfm2",
+        class: "Lfm2Config (LFM2: short-convolution and attention layers)",
+        defaults: r#"{"vocab_size": 65536, "hidden_size": 2560, "intermediate_size": 12288,
+            "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+            "max_position_embeddings": 128000, "tie_word_embeddings": true,
+            "conv_L_cache": 3, "block_multiple_of": 256, "block_ffn_dim_multiplier": 1.0,
+            "block_auto_adjust_ff_dim": true}"#,
+        aliases: &[
+            ("intermediate_size", "block_ff_dim"),
+            ("num_attention_heads", "num_heads"),
+            ("tie_word_embeddings", "tie_embedding"),
+        ],
+        ..PLAIN
     },
 ];
 
-/// The family row for a `model_type`.
+/// The family row for a `model_type`, or for the family another name belongs to: a
+/// vision-language model's text model (`qwen2_5_vl_text`, or `qwen2_5_vl` itself when
+/// its language keys sit at the top level) and Falcon's remote-code names.
 pub fn family(model_type: &str) -> Option<&'static Family> {
-    FAMILIES.iter().find(|f| f.model_type == model_type)
+    let row = |t: &str| FAMILIES.iter().find(|f| f.model_type == t);
+    row(model_type).or_else(|| {
+        let same = match model_type {
+            "qwen2_vl" | "qwen2_5_vl" | "qwen2_vl_text" | "qwen2_5_vl_text" => "qwen2",
+            "qwen3_vl_text" => "qwen3",
+            "qwen3_vl_moe_text" => "qwen3_moe",
+            "RefinedWeb" | "RefinedWebModel" => "falcon",
+            _ => return None,
+        };
+        row(same)
+    })
 }
 
 /// The language model's family inside a multimodal wrapper when its `text_config` has
@@ -243,6 +501,9 @@ pub fn text_family_of(wrapper_type: &str) -> Option<&'static str> {
         "mistral3" => "mistral",
         "llava" | "llava_next" | "mllama" => "llama",
         "qwen2_vl" | "qwen2_5_vl" => "qwen2",
+        "qwen3_5" => "qwen3_5_text",
+        "qwen3_5_moe" => "qwen3_5_moe_text",
+        "lfm2_vl" => "lfm2",
         _ => return None,
     })
 }
@@ -264,13 +525,22 @@ mod tests {
     fn every_family_row_parses_and_is_unique() {
         for (i, f) in FAMILIES.iter().enumerate() {
             let map = defaults(f);
+            if f.ffn_mult.is_none() && f.model_type != "mpt" {
+                assert!(map.contains_key("intermediate_size"), "{}", f.model_type);
+            }
+            for (canon, alias) in f.aliases {
+                let derived = *canon == "intermediate_size" && f.ffn_mult.is_some();
+                assert!(
+                    derived || map.contains_key(*canon),
+                    "{}: {alias}",
+                    f.model_type
+                );
+            }
             for key in [
                 "vocab_size",
                 "hidden_size",
-                "intermediate_size",
                 "num_hidden_layers",
                 "num_attention_heads",
-                "max_position_embeddings",
                 "tie_word_embeddings",
             ] {
                 assert!(map.contains_key(key), "{}: {key}", f.model_type);

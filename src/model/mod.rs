@@ -71,6 +71,38 @@ pub struct Mla {
     pub v_head_dim: u64,
 }
 
+/// The token mixer of a linear-attention layer, when the config describes one
+/// edgeplan can size.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinearMixer {
+    /// Qwen3-Next's and Qwen3.5's Gated DeltaNet (`linear_*` keys): `in_proj_qkvz`
+    /// (Qwen3.5 splits it into `in_proj_qkv` and `in_proj_z`), `in_proj_ba` (`in_proj_b`,
+    /// `in_proj_a`), a depthwise `conv1d` over q, k and v, and `out_proj`
+    /// (`Qwen3NextGatedDeltaNet`, transformers' `modeling_qwen3_next.py`).
+    GatedDeltaNet {
+        num_key_heads: u64,
+        num_value_heads: u64,
+        key_head_dim: u64,
+        value_head_dim: u64,
+        conv_kernel: u64,
+    },
+    /// LFM2's gated short convolution (`conv_L_cache`): `in_proj` to B, C and x, a
+    /// depthwise `conv1d` of `conv_L_cache` taps, and `out_proj` (`Lfm2ShortConv`).
+    ShortConv { kernel: u64 },
+    /// A Mamba-2 mixer (Granite 4.0-H: `mamba_*` keys): `in_proj` to the gate, x, B, C
+    /// and dt, a depthwise `conv1d` over x, B and C, and `out_proj`
+    /// (`BambaMixer`, transformers' `modeling_bamba.py`).
+    Mamba2 {
+        /// `mamba_expand × hidden_size` (= heads × head size).
+        inner: u64,
+        heads: u64,
+        groups: u64,
+        state: u64,
+        conv_kernel: u64,
+    },
+}
+
 /// The longest context the model is built for, and how it was derived.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ContextLimit {
@@ -102,13 +134,27 @@ pub struct ModelShape {
     pub moe: Option<Moe>,
     /// `None` unless the attention is multi-head latent attention (`kv_lora_rank`).
     pub mla: Option<Mla>,
-    /// True when the shape came from a multimodal config's `text_config` (the vision or
-    /// audio encoder is not part of it).
+    /// The linear-attention layers' mixer; `None` when there are none or the config
+    /// does not describe them (they are then sized as attention layers).
+    pub linear_mixer: Option<LinearMixer>,
+    /// Whether every layer runs the linear mixer beside its attention (Falcon-H1), rather
+    /// than in place of it.
+    pub parallel_linear_mixer: bool,
+    /// Whether `q_proj` also produces a per-head output gate (twice the outputs):
+    /// Qwen3-Next's and Qwen3.5's gated attention.
+    pub attention_output_gate: bool,
+    /// True for a multimodal config (a `text_config`, or a `vision_config` or
+    /// `audio_config` beside the language keys): the vision or audio encoder is not part
+    /// of the shape.
     pub multimodal: bool,
     /// `None` when the config states no `max_position_embeddings`.
     pub context_limit: Option<ContextLimit>,
     /// Keys the config left out and the family's default filled in.
     pub defaulted: Vec<String>,
+    /// What edgeplan assumed where the config does not say, one sentence each (a family
+    /// it has no table for: a gated MLP, an untied head; linear-attention layers it
+    /// sizes as attention). The plan prints them as notes.
+    pub assumed: Vec<String>,
     /// The config's `quantization_config`, summarised (`gptq, 4-bit, group 128`), when
     /// it describes an already-quantized checkpoint; the shape is the same, the weights
     /// on disk are not bf16.
@@ -153,6 +199,113 @@ const READ_KEYS: &[&str] = &[
     "moe_intermediate_size",
     "shared_expert_intermediate_size",
     "decoder_sparse_step",
+    "shared_intermediate_size",
+    "mamba_n_heads",
+    "mamba_n_groups",
+    "mamba_d_state",
+    "mamba_d_conv",
+    "mamba_expand",
+];
+
+/// The largest width, head count, vocabulary or expert count edgeplan accepts (2^20):
+/// far past any real model, and small enough that one layer's parameters fit in u64.
+const MAX_DIM: u64 = 1 << 20;
+
+/// Counts that may exceed [`MAX_DIM`]: token lengths (and the layer count, bounded on
+/// its own).
+const UNBOUNDED_KEYS: &[&str] = &[
+    "max_position_embeddings",
+    "original_max_position_embeddings",
+    "sliding_window",
+    "num_hidden_layers",
+    "max_window_layers",
+];
+
+/// The most parameters a config may describe (10^14, a hundred times the largest
+/// published models): past it the figures would overflow.
+const MAX_PARAMS: f64 = 1e14;
+
+/// Keys that hold a multimodal model's encoder config beside the language keys.
+const MULTIMODAL_KEYS: &[&str] = &["vision_config", "audio_config", "speech_config"];
+
+/// Architectures whose layers are not the attention + MLP stack these formulas size,
+/// refused by `model_type` with the reason (a wrapper's or its text model's type).
+const UNMODELLED: &[(&[&str], &str)] = &[
+    (
+        &["bamba"],
+        "Bamba places its attention layers by attn_layer_indices among Mamba-2 layers",
+    ),
+    (
+        &["nemotron_h"],
+        "Nemotron-H's hybrid_override_pattern stacks separate Mamba-2, attention and MLP blocks",
+    ),
+    (
+        &["jamba"],
+        "Jamba places Mamba layers and experts by attn_layer_period and expert_layer_period",
+    ),
+    (
+        &["mamba", "mamba2", "falcon_mamba"],
+        "it is a state-space model with no attention layers",
+    ),
+    (
+        &["zamba", "zamba2"],
+        "Zamba's Mamba layers share attention blocks across the stack",
+    ),
+    (
+        &["lfm2_moe"],
+        "LFM2-MoE's dense and expert layers are placed by num_dense_layers",
+    ),
+    (
+        &["kimi_linear", "minimax", "minimax_m1"],
+        "its linear-attention layers (Kimi Delta Attention, lightning attention) are placed and shaped by keys edgeplan does not model",
+    ),
+    (
+        &["recurrent_gemma"],
+        "RecurrentGemma's RG-LRU layers are recurrent, not attention",
+    ),
+    (
+        &["rwkv", "rwkv5", "rwkv6", "rwkv7"],
+        "it is a recurrent (RWKV) model with no attention layers",
+    ),
+    (
+        &["openelm"],
+        "OpenELM gives every layer its own head counts and MLP width (num_query_heads, num_kv_heads and ffn_multipliers lists)",
+    ),
+    (
+        &["llama4", "llama4_text"],
+        "Llama 4 adds a shared expert to each MoE layer, places them by interleave_moe_layer_step with dense layers of intermediate_size_mlp, and chunks the attention of three layers in four",
+    ),
+];
+
+/// Keys that mark a state-space or convolution mixer: a config of a family edgeplan
+/// does not know that has one is refused rather than sized as attention layers.
+const UNMODELLED_KEYS: &[&str] = &[
+    "mamba_d_state",
+    "mamba_expand",
+    "mamba_d_ssm",
+    "ssm_cfg",
+    "hybrid_override_pattern",
+    "attn_layer_period",
+    "conv_L_cache",
+    "block_ff_dim",
+    "ssm_state_size",
+    "mamba_num_heads",
+    "linear_attn_config",
+    "attn_type_list",
+];
+
+/// Key names other families give the shape; named when such a config lacks edgeplan's.
+const FOREIGN_SHAPE_KEYS: &[&str] = &[
+    "n_embd",
+    "n_embed",
+    "d_model",
+    "n_layer",
+    "n_layers",
+    "num_layers",
+    "n_head",
+    "n_heads",
+    "n_inner",
+    "ffn_hidden_size",
 ];
 
 /// Gemma 3n's wrapper and text model types: refused by name (see `from_config_json`).
@@ -213,10 +366,13 @@ impl ModelShape {
         };
         let top_type = str_of(top, "model_type");
         let (cfg, model_type) = language_config(top, top_type.as_deref());
-        refuse_gemma3n(origin, &[top_type.as_deref(), model_type.as_deref()])?;
+        let types = [top_type.as_deref(), model_type.as_deref()];
+        refuse_gemma3n(origin, &types)?;
+        refuse_unmodelled(origin, &types, cfg)?;
         let family = model_type.as_deref().and_then(families::family);
-        let (merged, mut defaulted) = merge_defaults(family, cfg, top);
-        require_keys(&merged, model_type.as_deref(), origin)?;
+        let (mut merged, mut defaulted) = merge_defaults(family, cfg, top);
+        family_rules(family, &mut merged, &mut defaulted, origin)?;
+        require_keys(&merged, model_type.as_deref(), cfg, origin)?;
         let field = Fields {
             cfg: &merged,
             origin,
@@ -227,10 +383,25 @@ impl ModelShape {
             field.layer_kinds(dims.num_hidden_layers as usize, rule)?;
         let moe = field.moe(dims.num_hidden_layers, dims.intermediate_size)?;
         let mla = field.mla()?;
+        // Falcon-H1 runs a Mamba-2 mixer beside the attention of every layer.
+        let parallel_linear_mixer = model_type.as_deref() == Some("falcon_h1");
+        let linear_mixer =
+            if parallel_linear_mixer || layer_kinds.contains(&LayerKind::LinearAttention) {
+                field.linear_mixer()?
+            } else {
+                None
+            };
         // Only the defaults that changed the shape are worth a note.
-        defaulted.retain(|k| default_shaped(k, sliding_window.is_some(), moe.is_some()));
+        let has_mamba = matches!(linear_mixer, Some(LinearMixer::Mamba2 { .. }));
+        defaulted.retain(|k| default_shaped(k, sliding_window.is_some(), moe.is_some(), has_mamba));
         let context_limit = field.context_limit()?;
-        Ok(ModelShape {
+        // Qwen3-Next and Qwen3.5 gate each attention head's output from q_proj.
+        let attention_output_gate = matches!(
+            model_type.as_deref(),
+            Some("qwen3_next" | "qwen3_5_text" | "qwen3_5_moe_text")
+        );
+        let assumed = unknown_family_assumptions(family, model_type.as_deref(), &merged);
+        let mut shape = ModelShape {
             name: name_of(top, origin),
             model_type: family.map(|f| f.model_type.to_owned()).or(model_type),
             hidden_size: dims.hidden_size,
@@ -246,11 +417,68 @@ impl ModelShape {
             sliding_window,
             moe,
             mla,
-            multimodal: !std::ptr::eq(cfg, top),
+            linear_mixer,
+            parallel_linear_mixer,
+            attention_output_gate,
+            multimodal: !std::ptr::eq(cfg, top)
+                || MULTIMODAL_KEYS
+                    .iter()
+                    .any(|k| top.get(*k).is_some_and(Value::is_object)),
             context_limit,
             defaulted,
+            assumed,
             quantized: quantization_summary(top).or_else(|| quantization_summary(cfg)),
-        })
+        };
+        shape.note_linear_layers();
+        shape.check_plausible(origin)?;
+        Ok(shape)
+    }
+
+    /// The model's parameter count, estimated in floating point before any u64 sum
+    /// over the layers is formed: exit 65 past [`MAX_PARAMS`], so no figure overflows.
+    fn check_plausible(&self, origin: &str) -> anyhow::Result<()> {
+        let per = |l: Vec<Linear>| Self::params_of(&l) as f64;
+        let mut layer = per(self.attention_linears())
+            + per(self.linear_layer_linears())
+            + per(self.mlp_linears(self.intermediate_size));
+        if let Some(m) = &self.moe {
+            layer += m.num_experts as f64 * per(self.mlp_linears(m.expert_intermediate_size))
+                + per(self.mlp_linears(m.shared_expert_intermediate_size));
+        }
+        let total = self.num_hidden_layers as f64 * layer
+            + 2.0 * self.vocab_size as f64 * self.hidden_size as f64;
+        if total > MAX_PARAMS {
+            return Err(data_error(format!(
+                "{origin}: the config describes about {total:.1e} parameters, which is not a plausible model"
+            )));
+        }
+        Ok(())
+    }
+
+    /// What the plan should say about the linear-attention layers: their state's size
+    /// (not in the KV figures), or that their mixer is sized as attention.
+    fn note_linear_layers(&mut self) {
+        let layers = if self.parallel_linear_mixer {
+            self.num_hidden_layers
+        } else {
+            self.layer_kind_counts().2
+        };
+        if layers == 0 {
+            return;
+        }
+        self.assumed.push(match self.linear_state_elements_per_layer() {
+            Some(elements) if self.parallel_linear_mixer => format!(
+                "the Mamba-2 mixers beside the attention of all {layers} layers keep a fixed state of {} bytes per sequence at 16 bits ({elements} values a layer: the convolution's last inputs and the recurrent state), not counted in either KV figure",
+                elements * 2 * layers
+            ),
+            Some(elements) => format!(
+                "the {layers} linear-attention layers keep a fixed state of {} bytes per sequence at 16 bits ({elements} values a layer: the convolution's last inputs and the recurrent state), not counted in either KV figure",
+                elements * 2 * layers
+            ),
+            None => format!(
+                "the config does not describe its {layers} linear-attention layers' mixer: they are sized with the attention layers' q, k, v and o projections (an approximation)"
+            ),
+        });
     }
 
     /// The attention projections of one decoder layer: q, k, v, o (for latent attention
@@ -276,12 +504,98 @@ impl ModelShape {
         }
         let q_out = heads * self.head_dim;
         let kv_out = self.num_key_value_heads * self.head_dim;
+        let gate = if self.attention_output_gate { 2 } else { 1 };
         vec![
-            lin("q_proj", q_out, h),
+            lin("q_proj", q_out * gate, h),
             lin("k_proj", kv_out, h),
             lin("v_proj", kv_out, h),
             lin("o_proj", h, q_out),
         ]
+    }
+
+    /// The projections of one linear-attention layer: its mixer's when the config
+    /// describes it, else the attention shapes (an approximation).
+    fn linear_layer_linears(&self) -> Vec<Linear> {
+        let h = self.hidden_size;
+        let lin = |name, n, k| Linear { name, n, k };
+        match &self.linear_mixer {
+            Some(LinearMixer::GatedDeltaNet {
+                num_key_heads,
+                num_value_heads,
+                key_head_dim,
+                value_head_dim,
+                conv_kernel,
+            }) => {
+                let key_dim = num_key_heads * key_head_dim;
+                let value_dim = num_value_heads * value_head_dim;
+                vec![
+                    lin("in_proj_qkvz", 2 * key_dim + 2 * value_dim, h),
+                    lin("in_proj_ba", 2 * num_value_heads, h),
+                    lin("conv1d", 2 * key_dim + value_dim, *conv_kernel),
+                    lin("out_proj", h, value_dim),
+                ]
+            }
+            Some(LinearMixer::ShortConv { kernel }) => vec![
+                lin("in_proj", 3 * h, h),
+                lin("conv1d", h, *kernel),
+                lin("out_proj", h, h),
+            ],
+            Some(LinearMixer::Mamba2 {
+                inner,
+                heads,
+                groups,
+                state,
+                conv_kernel,
+            }) => {
+                let conv_dim = inner + 2 * groups * state;
+                vec![
+                    lin("in_proj", inner + conv_dim + heads, h),
+                    lin("conv1d", conv_dim, *conv_kernel),
+                    lin("out_proj", h, *inner),
+                ]
+            }
+            None => self.attention_linears(),
+        }
+    }
+
+    /// The token-mixer parameters of all layers: attention in full and sliding layers,
+    /// the linear mixer in linear-attention layers.
+    fn mixer_params(&self) -> u64 {
+        let (full, sliding, linear) = self.layer_kind_counts();
+        let beside = if self.parallel_linear_mixer {
+            full + sliding
+        } else {
+            0
+        };
+        Self::params_of(&self.attention_linears()) * (full + sliding)
+            + Self::params_of(&self.linear_layer_linears()) * (linear + beside)
+    }
+
+    /// The fixed-size state one sequence keeps in each linear-attention layer, in
+    /// elements: the convolution's last `kernel - 1` inputs and the recurrent state
+    /// (Gated DeltaNet: value heads × key head size × value head size; Mamba-2:
+    /// heads × head size × state size). `None` when the mixer is not described.
+    pub fn linear_state_elements_per_layer(&self) -> Option<u64> {
+        Some(match self.linear_mixer.as_ref()? {
+            LinearMixer::GatedDeltaNet {
+                num_key_heads,
+                num_value_heads,
+                key_head_dim,
+                value_head_dim,
+                conv_kernel,
+            } => {
+                let conv_dim = 2 * num_key_heads * key_head_dim + num_value_heads * value_head_dim;
+                (conv_kernel - 1) * conv_dim + num_value_heads * key_head_dim * value_head_dim
+            }
+            LinearMixer::Mamba2 {
+                inner,
+                heads: _,
+                groups,
+                state,
+                conv_kernel,
+            } => (conv_kernel - 1) * (inner + 2 * groups * state) + inner * state,
+            LinearMixer::ShortConv { kernel } => (kernel - 1) * self.hidden_size,
+        })
     }
 
     /// The MLP linears at width `i`: gate, up, down (or up, down when not gated).
@@ -332,10 +646,10 @@ impl ModelShape {
     /// Parameters in the decoder layers' linears (what the 4-bit paths quantize besides
     /// the lm_head): attention in every layer, a dense MLP in dense layers, and in MoE
     /// layers every expert plus any shared expert. Linear-attention layers are counted
-    /// with the same q/k/v/o shapes: an approximation, since their projections differ
-    /// by architecture.
+    /// with their mixer's projections when the config describes it (Qwen3-Next's Gated
+    /// DeltaNet), else with the same q/k/v/o shapes: an approximation.
     pub fn decoder_linear_params(&self) -> u64 {
-        let attention = Self::params_of(&self.attention_linears()) * self.num_hidden_layers;
+        let attention = self.mixer_params();
         let dense_mlp = Self::params_of(&self.mlp_linears(self.intermediate_size));
         match &self.moe {
             None => attention + dense_mlp * self.num_hidden_layers,
@@ -379,7 +693,7 @@ impl ModelShape {
         match &self.moe {
             None => self.decoder_linear_params() + head,
             Some(m) => {
-                let attention = Self::params_of(&self.attention_linears()) * self.num_hidden_layers;
+                let attention = self.mixer_params();
                 let dense_mlp = Self::params_of(&self.mlp_linears(self.intermediate_size));
                 let expert = Self::params_of(&self.mlp_linears(m.expert_intermediate_size));
                 attention
@@ -439,9 +753,10 @@ fn str_of(map: &Map<String, Value>, key: &str) -> Option<String> {
     map.get(key).and_then(Value::as_str).map(str::to_owned)
 }
 
-/// The part of the config that holds the language model's shape, and its
 /// A one-line summary of `quantization_config` (method, bits, group size), when the
-/// config has one: `gptq, 4-bit, group 128`; `None` without it.
+/// config has one: `gptq, 4-bit, group 128`; `None` without it. The bits and group come
+/// from `bits` (GPTQ, AWQ), `w_bit`/`q_group_size` (AutoAWQ's own names), bitsandbytes'
+/// `load_in_4bit`/`load_in_8bit`, or the first of compressed-tensors' `config_groups`.
 fn quantization_summary(cfg: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
     let q = cfg.get("quantization_config")?.as_object()?;
     let method = q
@@ -449,10 +764,34 @@ fn quantization_summary(cfg: &serde_json::Map<String, serde_json::Value>) -> Opt
         .and_then(|m| m.as_str())
         .unwrap_or("unknown method");
     let mut parts = vec![method.to_string()];
-    if let Some(bits) = q.get("bits").and_then(|b| b.as_u64()) {
+    // compressed-tensors states the scheme per group of layers.
+    let group_weights = q
+        .get("config_groups")
+        .and_then(Value::as_object)
+        .and_then(|g| g.values().next())
+        .and_then(|g| g.get("weights"))
+        .and_then(Value::as_object);
+    let first = |keys: &[&str]| {
+        keys.iter().find_map(|k| {
+            q.get(*k)
+                .or_else(|| group_weights.and_then(|w| w.get(*k)))
+                .filter(|v| !v.is_null())
+        })
+    };
+    let flag = |k: &str| q.get(k).and_then(Value::as_bool) == Some(true);
+    let bits = first(&["bits", "w_bit", "weight_bits", "num_bits"])
+        .and_then(Value::as_u64)
+        .or(if flag("load_in_4bit") {
+            Some(4)
+        } else if flag("load_in_8bit") {
+            Some(8)
+        } else {
+            None
+        });
+    if let Some(bits) = bits {
         parts.push(format!("{bits}-bit"));
     }
-    if let Some(g) = q.get("group_size").and_then(|g| g.as_i64()) {
+    if let Some(g) = first(&["group_size", "q_group_size"]).and_then(Value::as_i64) {
         parts.push(if g > 0 {
             format!("group {g}")
         } else {
@@ -462,6 +801,7 @@ fn quantization_summary(cfg: &serde_json::Map<String, serde_json::Value>) -> Opt
     Some(parts.join(", "))
 }
 
+/// The part of the config that holds the language model's shape, and its
 /// `model_type`: a multimodal config's `text_config` (when the top level has no
 /// `hidden_size` of its own, or is a wrapper whose text family is known), else the top.
 fn language_config<'a>(
@@ -469,7 +809,11 @@ fn language_config<'a>(
     top_type: Option<&str>,
 ) -> (&'a Map<String, Value>, Option<String>) {
     let text_family = top_type.and_then(families::text_family_of);
-    match top.get("text_config") {
+    // `text_config` for most; InternVL names it `llm_config`, DeepSeek-VL2 `language_config`.
+    let inner = ["text_config", "llm_config", "language_config"]
+        .iter()
+        .find_map(|k| top.get(*k).filter(|v| v.is_object()));
+    match inner {
         Some(Value::Object(text_cfg))
             if !top.contains_key("hidden_size") || text_family.is_some() =>
         {
@@ -491,6 +835,194 @@ fn refuse_gemma3n(origin: &str, types: &[Option<&str>]) -> anyhow::Result<()> {
     }
 }
 
+/// What edgeplan assumes for a family it has no table for: attention and a gated MLP in
+/// every layer, and an untied head when the config does not state the tie.
+fn unknown_family_assumptions(
+    family: Option<&families::Family>,
+    model_type: Option<&str>,
+    merged: &Map<String, Value>,
+) -> Vec<String> {
+    if family.is_some() {
+        return Vec::new();
+    }
+    let which = match model_type {
+        Some(t) => format!("model_type \"{t}\" is not a family edgeplan has a table for"),
+        None => "the config names no model_type".into(),
+    };
+    let mut assumed = vec![format!(
+        "{which}: its layers are taken as attention + a gated MLP (gate, up, down) of intermediate_size"
+    )];
+    if merged.get("tie_word_embeddings").is_none_or(Value::is_null) {
+        assumed.push("the config does not state tie_word_embeddings: the head is taken as untied, so a 16-bit path counts its vocab_size x hidden_size x 2 bytes (transformers' own default is tied)".into());
+    }
+    assumed
+}
+
+/// Architectures outside the formulas, by `model_type` ([`UNMODELLED`]) or, for a
+/// family edgeplan does not know, by a state-space key ([`UNMODELLED_KEYS`]): exit 65
+/// with the reason, rather than a stack of attention layers sized wrong.
+fn refuse_unmodelled(
+    origin: &str,
+    types: &[Option<&str>],
+    cfg: &Map<String, Value>,
+) -> anyhow::Result<()> {
+    for t in types.iter().flatten() {
+        if let Some((_, why)) = UNMODELLED.iter().find(|(names, _)| names.contains(t)) {
+            return Err(data_error(format!(
+                "{origin}: model_type \"{t}\" is not supported ({why}): edgeplan's weight and KV formulas size a stack of attention and MLP layers, and would size this one wrong"
+            )));
+        }
+    }
+    if types
+        .iter()
+        .flatten()
+        .any(|t| families::family(t).is_some())
+    {
+        return Ok(());
+    }
+    if let Some(key) = UNMODELLED_KEYS.iter().find(|k| cfg.contains_key(**k)) {
+        let which = match types.iter().flatten().next() {
+            Some(t) => format!("model_type \"{t}\""),
+            None => "the config".into(),
+        };
+        return Err(data_error(format!(
+            "{origin}: {which} has a state-space or convolution mixer (key \"{key}\"), which is outside edgeplan's weight and KV formulas; read as a plain attention stack it would be sized wrong"
+        )));
+    }
+    Ok(())
+}
+
+/// Rules of a family that a default cannot state: how many KV heads multi-query
+/// Falcon, GPT-BigCode, ChatGLM and MPT have, MPT's MLP width, and the MLP width a
+/// family derives from `hidden_size` when the config leaves it out (or null).
+fn family_rules(
+    family: Option<&families::Family>,
+    merged: &mut Map<String, Value>,
+    defaulted: &mut Vec<String>,
+    origin: &str,
+) -> anyhow::Result<()> {
+    let Some(family) = family else {
+        return Ok(());
+    };
+    if family.model_type == "chatglm" && merged.contains_key("inner_hidden_size") {
+        return Err(data_error(format!(
+            "{origin}: model_type \"chatglm\" with inner_hidden_size is the first ChatGLM-6B, which is not supported (a GELU MLP of inner_hidden_size, 2D positions, and a vocabulary and head tie its config does not state the way ChatGLM2 and later do): edgeplan would size it wrong"
+        )));
+    }
+    let flag = |m: &Map<String, Value>, key: &str, default: bool| {
+        m.get(key).and_then(Value::as_bool).unwrap_or(default)
+    };
+    let count = |m: &Map<String, Value>, key: &str| m.get(key).and_then(Value::as_u64);
+    let heads = count(merged, "num_attention_heads");
+    let kv_heads = match family.model_type {
+        "falcon" if flag(merged, "new_decoder_architecture", false) => {
+            count(merged, "num_kv_heads")
+                .or(count(merged, "n_head_kv"))
+                .or(heads)
+        }
+        "falcon" | "gpt_bigcode" if flag(merged, "multi_query", true) => Some(1),
+        "falcon" | "gpt_bigcode" => heads,
+        "chatglm" if flag(merged, "multi_query_attention", false) => {
+            Some(count(merged, "multi_query_group_num").unwrap_or(1))
+        }
+        "chatglm" => heads,
+        "mpt" => {
+            let attn = merged.get("attn_config").and_then(Value::as_object);
+            let attn_type = attn
+                .and_then(|a| a.get("attn_type"))
+                .and_then(Value::as_str)
+                .unwrap_or("multihead_attention");
+            match attn_type {
+                "multiquery_attention" => Some(1),
+                "grouped_query_attention" => attn
+                    .and_then(|a| a.get("kv_n_heads"))
+                    .and_then(Value::as_u64)
+                    .or(heads),
+                _ => heads,
+            }
+        }
+        _ => None,
+    };
+    if let Some(kv) = kv_heads {
+        merged.insert("num_key_value_heads".into(), kv.into());
+    }
+    if family.model_type == "lfm2" {
+        lfm2_mlp_width(merged, origin)?;
+    }
+    // Granite 4.0 without experts runs only its shared MLP, of shared_intermediate_size.
+    if family.model_type == "granitemoehybrid"
+        && count(merged, "num_local_experts") == Some(0)
+        && let Some(shared) = merged.get("shared_intermediate_size").cloned()
+    {
+        merged.insert("intermediate_size".into(), shared);
+    }
+    let hidden = count(merged, "hidden_size");
+    if family.model_type == "mpt" {
+        let ratio = match merged.get("expansion_ratio") {
+            None | Some(Value::Null) => 4.0,
+            Some(v) => v.as_f64().ok_or_else(|| {
+                data_error(format!(
+                    "{origin}: field \"expansion_ratio\" must be a number, got {v}"
+                ))
+            })?,
+        };
+        if let Some(h) = hidden {
+            merged.insert(
+                "intermediate_size".into(),
+                ((h as f64 * ratio) as u64).into(),
+            );
+        }
+    }
+    let ffn_missing = merged.get("intermediate_size").is_none_or(Value::is_null);
+    if let (Some(mult), Some(h), true) = (family.ffn_mult, hidden, ffn_missing) {
+        merged.insert("intermediate_size".into(), (mult * h).into());
+        defaulted.push("intermediate_size".into());
+    }
+    Ok(())
+}
+
+/// LFM2's MLP width, as `Lfm2MLP` derives it from `intermediate_size` (`block_ff_dim`)
+/// when `block_auto_adjust_ff_dim` is set: two thirds, times `block_ffn_dim_multiplier`
+/// (when set), rounded up to a multiple of `block_multiple_of` (LFM2-1.2B: 12288 → 8192).
+fn lfm2_mlp_width(merged: &mut Map<String, Value>, origin: &str) -> anyhow::Result<()> {
+    if merged
+        .get("block_auto_adjust_ff_dim")
+        .and_then(Value::as_bool)
+        != Some(true)
+    {
+        return Ok(());
+    }
+    let bad = |key: &str, v: &Value| {
+        data_error(format!(
+            "{origin}: field \"{key}\" must be a positive number, got {v}"
+        ))
+    };
+    let Some(width) = merged.get("intermediate_size").and_then(Value::as_u64) else {
+        return Ok(()); // require_keys names it
+    };
+    let mut width = 2 * width / 3;
+    match merged.get("block_ffn_dim_multiplier") {
+        None | Some(Value::Null) => {}
+        Some(v) => {
+            let m = v
+                .as_f64()
+                .filter(|m| *m > 0.0)
+                .ok_or_else(|| bad("block_ffn_dim_multiplier", v))?;
+            width = (m * width as f64) as u64;
+            let multiple = match merged.get("block_multiple_of") {
+                Some(v) => v
+                    .as_u64()
+                    .filter(|m| *m > 0)
+                    .ok_or_else(|| bad("block_multiple_of", v))?,
+                None => 1,
+            };
+            width = width.div_ceil(multiple) * multiple;
+        }
+    }
+    merged.insert("intermediate_size".into(), width.into());
+    Ok(())
+}
+
 /// The family's defaults with the config's own keys over them (a key the config sets
 /// to null stays null: "no sliding window" overrides a default window), and the
 /// [`READ_KEYS`] that came from the defaults.
@@ -508,6 +1040,14 @@ fn merge_defaults(
     for (k, v) in cfg {
         merged.insert(k.clone(), v.clone());
     }
+    // The family's own name for a key wins, as it is what the family's class reads
+    // (ChatGLM's embedding has padded_vocab_size rows).
+    for (canon, alias) in family.map(|f| f.aliases).unwrap_or_default() {
+        if let Some(v) = cfg.get(*alias).filter(|v| !v.is_null()) {
+            merged.insert(canon.to_string(), v.clone());
+            defaulted.retain(|k| k != canon);
+        }
+    }
     // A wrapper may state the tie at its top level rather than in text_config.
     if !std::ptr::eq(cfg, top)
         && !cfg.contains_key("tie_word_embeddings")
@@ -523,6 +1063,7 @@ fn merge_defaults(
 fn require_keys(
     merged: &Map<String, Value>,
     model_type: Option<&str>,
+    cfg: &Map<String, Value>,
     origin: &str,
 ) -> anyhow::Result<()> {
     let missing: Vec<&str> = REQUIRED
@@ -533,10 +1074,21 @@ fn require_keys(
     if missing.is_empty() {
         return Ok(());
     }
-    let which = match model_type {
+    let mut which = match model_type {
         Some(t) => format!("model_type \"{t}\" is not a family edgeplan has defaults for"),
         None => "the config names no model_type, so no family defaults apply".into(),
     };
+    let foreign: Vec<String> = FOREIGN_SHAPE_KEYS
+        .iter()
+        .filter(|k| cfg.contains_key(**k))
+        .map(|k| format!("\"{k}\""))
+        .collect();
+    if !foreign.is_empty() {
+        which.push_str(&format!(
+            "; it names its shape with {}, key names whose meaning depends on the family",
+            foreign.join(", ")
+        ));
+    }
     let quoted: Vec<String> = missing.iter().map(|k| format!("\"{k}\"")).collect();
     Err(data_error(if missing.len() == 1 {
         format!("{origin}: field {} is missing ({which})", quoted[0])
@@ -548,9 +1100,9 @@ fn require_keys(
     }))
 }
 
-/// Whether a defaulted key changed the shape, given whether the model slides and
-/// has experts: the sliding and expert keys matter only then, the others always.
-fn default_shaped(key: &str, slides: bool, has_experts: bool) -> bool {
+/// Whether a defaulted key changed the shape, given whether the model slides, has
+/// experts and Mamba-2 layers: those keys matter only then, the others always.
+fn default_shaped(key: &str, slides: bool, has_experts: bool, has_mamba: bool) -> bool {
     match key {
         "use_sliding_window"
         | "max_window_layers"
@@ -562,6 +1114,7 @@ fn default_shaped(key: &str, slides: bool, has_experts: bool) -> bool {
         | "moe_intermediate_size"
         | "shared_expert_intermediate_size"
         | "decoder_sparse_step" => has_experts,
+        k if k.starts_with("mamba_") => has_mamba,
         _ => true,
     }
 }
@@ -602,6 +1155,10 @@ impl Fields<'_> {
         match self.cfg.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(v) => match v.as_u64() {
+                Some(n) if n > MAX_DIM && !UNBOUNDED_KEYS.contains(&key) => Err(self.bad(
+                    key,
+                    &format!("({n}) is not a plausible size (at most {MAX_DIM})"),
+                )),
                 Some(n) => Ok(Some(n)),
                 None => Err(self.bad(key, &format!("must be a non-negative integer, got {v}"))),
             },
@@ -691,6 +1248,25 @@ impl Fields<'_> {
         let window = self.opt_u64("sliding_window")?.filter(|w| *w > 0);
         let kinds = if let Some(types) = self.cfg.get("layer_types").filter(|v| !v.is_null()) {
             self.listed_kinds(types, layers)?
+        } else if let Some(idxs) = self.cfg.get("full_attn_idxs").filter(|v| !v.is_null()) {
+            // LFM2's older configs: the attention layers' indices, the others convolutions.
+            let Some(idxs) = idxs.as_array() else {
+                return Err(self.bad("full_attn_idxs", "must be a list of layer indices"));
+            };
+            let mut full = Vec::with_capacity(idxs.len());
+            for v in idxs {
+                match v.as_u64() {
+                    Some(i) => full.push(i),
+                    None => {
+                        return Err(self.bad("full_attn_idxs", "must be a list of layer indices"));
+                    }
+                }
+            }
+            kinds_by(
+                layers,
+                |i| full.contains(&(i as u64)),
+                LayerKind::LinearAttention,
+            )
         } else if let Some(interval) = self.opt_u64("full_attention_interval")? {
             if interval == 0 {
                 return Err(self.bad("full_attention_interval", "must be positive, got 0"));
@@ -766,6 +1342,7 @@ impl Fields<'_> {
         };
         let sliding = LayerKind::SlidingAttention;
         Ok(match (rule, window) {
+            (SlidingRule::AllMamba, _) => vec![LayerKind::LinearAttention; layers],
             (_, None) => vec![LayerKind::FullAttention; layers],
             (SlidingRule::AllWhenSet, Some(_)) => vec![sliding; layers],
             (SlidingRule::Alternating, Some(_)) => {
@@ -837,7 +1414,11 @@ impl Fields<'_> {
         let gated_shared = self.opt_u64("shared_expert_intermediate_size")?;
         let shared_expert_intermediate_size = match gated_shared {
             Some(s) => s,
-            None => self.opt_u64("n_shared_experts")?.unwrap_or(0) * expert_intermediate_size,
+            // Granite's shared MLP (`shared_intermediate_size`) has no gate of its own.
+            None => match self.opt_u64("shared_intermediate_size")? {
+                Some(s) => s,
+                None => self.opt_u64("n_shared_experts")?.unwrap_or(0) * expert_intermediate_size,
+            },
         };
         let step = self.opt_u64("decoder_sparse_step")?.unwrap_or(1).max(1);
         let freq = self.opt_u64("moe_layer_freq")?.unwrap_or(1).max(1);
@@ -876,6 +1457,64 @@ impl Fields<'_> {
             sparse_layers,
             shared_expert_gate: gated_shared.is_some_and(|s| s > 0),
         }))
+    }
+
+    /// The linear-attention mixer the config describes: Qwen3-Next's Gated DeltaNet
+    /// (`linear_num_key_heads` and the other `linear_*` keys), else `None`.
+    fn linear_mixer(&self) -> anyhow::Result<Option<LinearMixer>> {
+        if self.opt_u64("mamba_n_heads")?.is_some() {
+            return self.mamba2().map(Some);
+        }
+        if self.opt_u64("conv_L_cache")?.is_some() {
+            let kernel = self.req_u64("conv_L_cache")?;
+            return Ok(Some(LinearMixer::ShortConv { kernel }));
+        }
+        if self.opt_u64("linear_num_key_heads")?.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(LinearMixer::GatedDeltaNet {
+            num_key_heads: self.req_u64("linear_num_key_heads")?,
+            num_value_heads: self.req_u64("linear_num_value_heads")?,
+            key_head_dim: self.req_u64("linear_key_head_dim")?,
+            value_head_dim: self.req_u64("linear_value_head_dim")?,
+            conv_kernel: self.req_u64("linear_conv_kernel_dim")?,
+        }))
+    }
+
+    /// A Mamba-2 mixer from the `mamba_*` keys, checked the way
+    /// `GraniteMoeHybridConfig` and `FalconH1Config` check them (the heads divide the
+    /// inner size: `mamba_d_ssm`, else `mamba_expand × hidden`).
+    fn mamba2(&self) -> anyhow::Result<LinearMixer> {
+        let hidden = self.req_u64("hidden_size")?;
+        let heads = self.req_u64("mamba_n_heads")?;
+        // Falcon-H1 may state the inner size itself (mamba_d_ssm).
+        let inner = match self.opt_u64("mamba_d_ssm")? {
+            Some(d) => d,
+            None => self.req_u64("mamba_expand")? * hidden,
+        };
+        if !inner.is_multiple_of(heads) {
+            return Err(self.bad(
+                "mamba_n_heads",
+                &format!("({heads}) must divide the Mamba-2 inner size ({inner})"),
+            ));
+        }
+        if let Some(d) = self.opt_u64("mamba_d_head")?
+            && d * heads != inner
+        {
+            return Err(self.bad(
+                "mamba_d_head",
+                &format!(
+                    "({d}) x mamba_n_heads ({heads}) must be mamba_expand x hidden_size ({inner})"
+                ),
+            ));
+        }
+        Ok(LinearMixer::Mamba2 {
+            inner,
+            heads,
+            groups: self.req_u64("mamba_n_groups")?,
+            state: self.req_u64("mamba_d_state")?,
+            conv_kernel: self.req_u64("mamba_d_conv")?,
+        })
     }
 
     /// Latent attention, when the config has a `kv_lora_rank`.
@@ -1041,7 +1680,22 @@ mod tests {
         );
         assert_eq!(
             quantized(r#", "quantization_config": {"load_in_8bit": true}"#).as_deref(),
-            Some("unknown method")
+            Some("unknown method, 8-bit")
+        );
+        assert_eq!(
+            quantized(
+                r#", "quantization_config": {"quant_method": "compressed-tensors", "format": "pack-quantized",
+                "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 4, "group_size": 128, "type": "int"}}}}"#
+            )
+            .as_deref(),
+            Some("compressed-tensors, 4-bit, group 128")
+        );
+        assert_eq!(
+            quantized(
+                r#", "quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": true, "bnb_4bit_quant_type": "nf4"}"#
+            )
+            .as_deref(),
+            Some("bitsandbytes, 4-bit")
         );
         // The shape is the model's either way.
         let plain = ModelShape::from_config_json(&with(""), "c.json").unwrap();
@@ -1251,6 +1905,14 @@ mod tests {
                 r#"{"model_type": "gemma3n_text", "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 2, "num_attention_heads": 8, "vocab_size": 262400}"#,
                 "num_kv_shared_layers layers are outside edgeplan's weight and KV formulas",
             ),
+            (
+                r#"{"model_type": "llama", "hidden_size": 100000000000}"#,
+                "\"hidden_size\" (100000000000) is not a plausible size",
+            ),
+            (
+                r#"{"model_type": "llama", "hidden_size": 1048576, "intermediate_size": 1048576, "num_hidden_layers": 9000, "num_attention_heads": 1}"#,
+                "parameters, which is not a plausible model",
+            ),
             ("[1, 2]", "must be a JSON object"),
             ("{", "not valid JSON"),
         ];
@@ -1260,6 +1922,301 @@ mod tests {
             assert!(err.to_string().contains(expected), "{text}: {err}");
             assert!(err.to_string().starts_with("c.json: "), "{err}");
         }
+    }
+
+    #[test]
+    fn old_key_names_are_read_per_family() {
+        // GPT-2: n_embd, n_layer, n_head; n_inner null is 4 x n_embd; c_fc and c_proj.
+        let m = parse(
+            r#"{"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12,
+            "n_inner": null, "n_positions": 1024, "vocab_size": 50257}"#,
+        );
+        assert_eq!(
+            (m.hidden_size, m.num_hidden_layers, m.num_attention_heads),
+            (768, 12, 12)
+        );
+        assert_eq!(m.intermediate_size, 3072);
+        assert!(!m.gated_mlp && m.tie_word_embeddings);
+        assert_eq!(
+            m.decoder_linear_params(),
+            12 * (4 * 768 * 768 + 2 * 768 * 3072)
+        );
+        assert_eq!(m.context_limit.unwrap().tokens, 1024);
+        // Falcon-7B: multi_query gives one KV head; the MLP is 4 x hidden, not gated.
+        let m = parse(
+            r#"{"model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71,
+            "num_hidden_layers": 32, "multi_query": true, "new_decoder_architecture": false,
+            "vocab_size": 65024}"#,
+        );
+        assert_eq!((m.num_key_value_heads, m.head_dim), (1, 64));
+        assert_eq!((m.intermediate_size, m.gated_mlp), (18176, false));
+        // Falcon-40B's new decoder architecture states its KV heads.
+        let m = parse(
+            r#"{"model_type": "falcon", "hidden_size": 8192, "num_attention_heads": 128,
+            "num_hidden_layers": 60, "new_decoder_architecture": true, "num_kv_heads": 8}"#,
+        );
+        assert_eq!(m.num_key_value_heads, 8);
+        // ChatGLM / GLM-4 (remote code): its own names, padded vocabulary, grouped KV.
+        let m = parse(
+            r#"{"model_type": "chatglm", "num_layers": 40, "padded_vocab_size": 151552,
+            "vocab_size": 151329, "hidden_size": 4096, "ffn_hidden_size": 13696,
+            "kv_channels": 128, "num_attention_heads": 32, "seq_length": 131072,
+            "multi_query_attention": true, "multi_query_group_num": 2}"#,
+        );
+        assert_eq!(
+            (m.num_hidden_layers, m.vocab_size, m.intermediate_size),
+            (40, 151_552, 13_696)
+        );
+        assert_eq!((m.num_key_value_heads, m.head_dim), (2, 128));
+        assert!(m.gated_mlp && !m.tie_word_embeddings);
+        assert_eq!(m.context_limit.unwrap().tokens, 131_072);
+        // MPT: d_model, n_heads, n_layers, expansion_ratio, max_seq_len.
+        let m = parse(
+            r#"{"model_type": "mpt", "d_model": 4096, "n_heads": 32, "n_layers": 32,
+            "expansion_ratio": 4, "max_seq_len": 2048, "vocab_size": 50432,
+            "attn_config": {"attn_type": "grouped_query_attention", "kv_n_heads": 8}}"#,
+        );
+        assert_eq!(
+            (m.intermediate_size, m.num_key_value_heads, m.gated_mlp),
+            (16384, 8, false)
+        );
+        // BLOOM: n_embed; ALiBi, so no position limit.
+        let m = parse(
+            r#"{"model_type": "bloom", "n_embed": 1024, "n_layer": 24,
+            "num_attention_heads": 16, "vocab_size": 250880}"#,
+        );
+        assert_eq!((m.hidden_size, m.intermediate_size), (1024, 4096));
+        assert!(m.context_limit.is_none());
+        // Phi-2 and GPT-NeoX: standard names, fc1/fc2 (not gated).
+        assert!(!parse(r#"{"model_type": "phi"}"#).gated_mlp);
+        assert!(!parse(r#"{"model_type": "gpt_neox"}"#).gated_mlp);
+    }
+
+    #[test]
+    fn gated_deltanet_layers_are_sized_as_their_projections() {
+        // Qwen3-Next-80B-A3B's shape: 36 Gated DeltaNet layers, 12 gated attention.
+        let m = parse(
+            r#"{"model_type": "qwen3_next", "hidden_size": 2048, "intermediate_size": 5120,
+            "num_hidden_layers": 48, "num_attention_heads": 16, "num_key_value_heads": 2,
+            "head_dim": 256, "vocab_size": 151936, "full_attention_interval": 4,
+            "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128,
+            "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+            "linear_value_head_dim": 128, "num_experts": 512, "num_experts_per_tok": 10,
+            "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512}"#,
+        );
+        assert_eq!(m.layer_kind_counts(), (12, 0, 36));
+        let attention = 2 * 4096 * 2048 + 2 * 512 * 2048 + 2048 * 4096; // gated q, k, v, o
+        let gdn = 12288 * 2048 + 64 * 2048 + 8192 * 4 + 2048 * 4096;
+        let experts = 512 * 3 * 512 * 2048 + 3 * 512 * 2048;
+        assert_eq!(
+            m.decoder_linear_params(),
+            12 * attention + 36 * gdn + 48 * experts
+        );
+        // A GDN key without the others is named (a family without Qwen3-Next's defaults).
+        let err = ModelShape::from_config_json(
+            r#"{"model_type": "mystery_next", "hidden_size": 8, "intermediate_size": 8,
+            "num_hidden_layers": 4, "num_attention_heads": 2, "vocab_size": 4,
+            "full_attention_interval": 4, "linear_num_key_heads": 2}"#,
+            "c.json",
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("\"linear_num_value_heads\" is missing"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn unmodelled_architectures_are_refused_by_name_or_key() {
+        for (text, expected) in [
+            (
+                r#"{"model_type": "bamba", "hidden_size": 8}"#,
+                "model_type \"bamba\" is not supported (Bamba places",
+            ),
+            (
+                r#"{"model_type": "llama4", "text_config": {"model_type": "llama4_text"}}"#,
+                "model_type \"llama4\" is not supported (Llama 4 adds a shared expert",
+            ),
+            (
+                r#"{"model_type": "openelm", "model_dim": 1280}"#,
+                "OpenELM gives every layer its own head counts",
+            ),
+            (
+                r#"{"model_type": "lfm2_moe", "hidden_size": 2048}"#,
+                "LFM2-MoE's dense and expert layers",
+            ),
+            (
+                r#"{"model_type": "mystery", "hidden_size": 8, "intermediate_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2, "vocab_size": 4, "mamba_d_state": 16}"#,
+                "model_type \"mystery\" has a state-space or convolution mixer (key \"mamba_d_state\")",
+            ),
+            (
+                r#"{"model_type": "chatglm", "hidden_size": 4096, "inner_hidden_size": 16384, "num_layers": 28, "num_attention_heads": 32, "vocab_size": 130528}"#,
+                "with inner_hidden_size is the first ChatGLM-6B, which is not supported",
+            ),
+            (
+                r#"{"model_type": "mixformer-sequential", "n_embd": 2560, "n_layer": 32, "n_head": 32, "vocab_size": 51200}"#,
+                "it names its shape with \"n_embd\", \"n_layer\", \"n_head\"",
+            ),
+        ] {
+            let err = ModelShape::from_config_json(text, "c.json").unwrap_err();
+            assert_eq!(exit_for(&err), Exit::DataErr, "{text}");
+            assert!(err.to_string().contains(expected), "{text}: {err}");
+            assert!(err.to_string().starts_with("c.json: "), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_vision_config_beside_the_language_keys_is_multimodal() {
+        // Qwen2.5-VL's config.json (transformers 4.4x): the language keys at the top.
+        let m = parse(
+            r#"{"model_type": "qwen2_5_vl", "hidden_size": 2048, "intermediate_size": 11008,
+            "num_hidden_layers": 36, "num_attention_heads": 16, "num_key_value_heads": 2,
+            "vocab_size": 151936, "tie_word_embeddings": true, "sliding_window": 32768,
+            "use_sliding_window": false, "vision_config": {"depth": 32}}"#,
+        );
+        assert!(m.multimodal);
+        assert_eq!(m.layer_kind_counts(), (36, 0, 0));
+        assert_eq!(m.model_type.as_deref(), Some("qwen2"));
+        assert!(!parse(r#"{"model_type": "qwen2"}"#).multimodal);
+    }
+
+    #[test]
+    fn what_an_unknown_family_leaves_open_is_stated() {
+        let m = parse(
+            r#"{"model_type": "mystery", "hidden_size": 8, "intermediate_size": 8,
+            "num_hidden_layers": 4, "num_attention_heads": 2, "vocab_size": 4,
+            "full_attention_interval": 2}"#,
+        );
+        let all = m.assumed.join("\n");
+        assert!(
+            all.contains("model_type \"mystery\" is not a family"),
+            "{all}"
+        );
+        assert!(all.contains("the head is taken as untied"), "{all}");
+        assert!(
+            all.contains("its 2 linear-attention layers' mixer"),
+            "{all}"
+        );
+        // A known family with its keys stated assumes nothing.
+        let m = parse(r#"{"model_type": "llama", "tie_word_embeddings": true}"#);
+        assert!(m.assumed.is_empty(), "{:?}", m.assumed);
+        // EXAONE names its layer count num_layers.
+        let m = parse(
+            r#"{"model_type": "exaone", "hidden_size": 2560, "num_layers": 30,
+            "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 7168,
+            "vocab_size": 102400, "tie_word_embeddings": true}"#,
+        );
+        assert_eq!((m.num_hidden_layers, m.intermediate_size), (30, 7168));
+        assert!(m.assumed.is_empty(), "{:?}", m.assumed);
+        // InternVL keeps its language model in llm_config.
+        let m = parse(
+            r#"{"model_type": "internvl_chat", "llm_config": {"model_type": "qwen2",
+            "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24,
+            "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151674},
+            "vision_config": {"hidden_size": 1024}}"#,
+        );
+        assert_eq!((m.hidden_size, m.num_hidden_layers), (896, 24));
+        assert!(m.multimodal);
+    }
+
+    #[test]
+    fn mamba2_layers_are_sized_as_their_projections() {
+        // A Granite 4.0-H-Tiny shape: 36 Mamba-2 layers, 4 attention, 64 experts of 512
+        // and an ungated shared MLP of 1024 in every layer.
+        let mut types = vec!["\"mamba\""; 40];
+        for i in [5, 15, 25, 35] {
+            types[i] = "\"attention\"";
+        }
+        let cfg = format!(
+            r#"{{"model_type": "granitemoehybrid", "hidden_size": 1536, "num_hidden_layers": 40,
+            "num_attention_heads": 12, "num_key_value_heads": 4, "vocab_size": 100352,
+            "num_local_experts": 64, "num_experts_per_tok": 6, "intermediate_size": 512,
+            "shared_intermediate_size": 1024, "mamba_expand": 2, "mamba_n_heads": 48,
+            "mamba_d_head": 64, "mamba_d_state": 128, "mamba_n_groups": 1, "mamba_d_conv": 4,
+            "tie_word_embeddings": true, "layer_types": [{}]}}"#,
+            types.join(", ")
+        );
+        let m = parse(&cfg);
+        assert_eq!(m.layer_kind_counts(), (4, 0, 36));
+        let attention = 2 * 1536 * 1536 + 2 * 512 * 1536;
+        let conv_dim = 3072 + 2 * 128;
+        let mamba = (3072 + conv_dim + 48) * 1536 + conv_dim * 4 + 1536 * 3072;
+        let mlp = 64 * 3 * 512 * 1536 + 3 * 1024 * 1536;
+        assert_eq!(
+            m.decoder_linear_params(),
+            4 * attention + 36 * mamba + 40 * mlp
+        );
+        let moe = m.moe.clone().unwrap();
+        assert!(!moe.shared_expert_gate);
+        assert_eq!(
+            m.linear_state_elements_per_layer(),
+            Some(3 * conv_dim + 3072 * 128)
+        );
+        assert!(
+            m.assumed
+                .iter()
+                .any(|a| a.contains("36 linear-attention layers keep"))
+        );
+        // Without experts (Granite 4.0-H-Micro) the shared MLP is the layer's MLP.
+        let dense = cfg.replace("\"num_local_experts\": 64", "\"num_local_experts\": 0");
+        let m = parse(&dense);
+        assert!(m.moe.is_none());
+        assert_eq!(m.intermediate_size, 1024);
+        // Heads that do not divide the inner size are named.
+        let bad = cfg.replace("\"mamba_n_heads\": 48", "\"mamba_n_heads\": 50");
+        let err = ModelShape::from_config_json(&bad, "c.json").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("\"mamba_n_heads\" (50) must divide"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn lfm2_short_convolutions_and_its_adjusted_mlp_width() {
+        // LFM2-1.2B's original key names: block_ff_dim 12288 becomes an MLP of 8192.
+        let m = parse(
+            r#"{"model_type": "lfm2", "hidden_size": 2048, "block_ff_dim": 12288,
+            "num_hidden_layers": 16, "num_heads": 32, "num_key_value_heads": 8,
+            "vocab_size": 65536, "conv_L_cache": 3, "block_auto_adjust_ff_dim": true,
+            "block_ffn_dim_multiplier": 1.0, "block_multiple_of": 256,
+            "full_attn_idxs": [2, 5, 8, 10, 12, 14], "tie_embedding": true}"#,
+        );
+        assert_eq!(m.intermediate_size, 8192);
+        assert_eq!(m.layer_kind_counts(), (6, 0, 10));
+        assert!(m.tie_word_embeddings);
+        let attention = 2 * 2048 * 2048 + 2 * 512 * 2048;
+        let conv = 3 * 2048 * 2048 + 2048 * 3 + 2048 * 2048;
+        assert_eq!(
+            m.decoder_linear_params(),
+            6 * attention + 10 * conv + 16 * 3 * 8192 * 2048
+        );
+        assert_eq!(m.linear_state_elements_per_layer(), Some(2 * 2048));
+    }
+
+    #[test]
+    fn qwen3_5_is_read_through_its_text_config_with_gated_attention() {
+        let m = parse(
+            r#"{"model_type": "qwen3_5", "tie_word_embeddings": false,
+            "text_config": {"model_type": "qwen3_5_text", "hidden_size": 1024,
+            "intermediate_size": 3072, "num_hidden_layers": 8, "num_attention_heads": 8,
+            "num_key_value_heads": 2, "head_dim": 256, "vocab_size": 248320,
+            "linear_num_key_heads": 16, "linear_num_value_heads": 16},
+            "vision_config": {"depth": 12}}"#,
+        );
+        assert_eq!(
+            m.layer_kind_counts(),
+            (2, 0, 6),
+            "full_attention_interval 4"
+        );
+        assert!(m.attention_output_gate && m.multimodal);
+        let attention = 2 * 2048 * 1024 + 2 * 512 * 1024 + 1024 * 2048;
+        let gdn = (2 * 2048 + 2 * 2048) * 1024 + 32 * 1024 + 3 * 2048 * 4 + 1024 * 2048;
+        assert_eq!(
+            m.decoder_linear_params(),
+            2 * attention + 6 * gdn + 8 * 3 * 3072 * 1024
+        );
     }
 
     #[test]

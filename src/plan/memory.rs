@@ -750,8 +750,9 @@ fn model_notes(model: &ModelShape, context: u64) -> Vec<String> {
             model.defaulted.join(", ")
         ));
     }
+    notes.extend(model.assumed.iter().cloned());
     if model.multimodal {
-        notes.push("read from the config's text_config: the vision (or audio) encoder's weights are not counted".into());
+        notes.push("a multimodal config: only the language model is sized; the vision (or audio) encoder's weights are not counted".into());
     }
     if let Some(q) = &model.quantized {
         notes.push(format!(
