@@ -49,7 +49,14 @@ pub struct ActF32 {
     /// `[m][k]` the values of `a` as bf16 bits (exact: flushing and power-of-two scaling
     /// keep bf16 values representable).
     pub ab: Vec<u16>,
+    /// `ab` with each octet `k0..k0+8` stored as `a0 a2 a4 a6 a1 a3 a5 a7`: the activation
+    /// pairs that match the code pairs a shift of the packed record yields (empty when
+    /// K is not a multiple of 8).
+    pub ab_oct: Vec<u16>,
 }
+
+/// Position in an octet of `ab_oct` of the value at octet offset `i`.
+pub const OCT_ORDER: [usize; 8] = [0, 4, 1, 5, 2, 6, 3, 7];
 
 /// Groups whose largest |a| exceeds this are rescaled (see the module docs).
 const HUGE: f32 = 18_446_744_073_709_551_616.0; // 2^64
@@ -97,6 +104,15 @@ impl ActF32 {
         self.ab.clear();
         self.ab
             .extend(self.a.iter().map(|v| (v.to_bits() >> 16) as u16));
+        self.ab_oct.clear();
+        if self.k.is_multiple_of(8) {
+            self.ab_oct.resize(self.ab.len(), 0);
+            for (src, dst) in self.ab.chunks_exact(8).zip(self.ab_oct.chunks_exact_mut(8)) {
+                for (i, &v) in src.iter().enumerate() {
+                    dst[OCT_ORDER[i]] = v;
+                }
+            }
+        }
     }
 
     /// Number of 128-groups per row (0 when K is not a multiple of 128).
@@ -147,6 +163,18 @@ mod tests {
         assert_eq!(with_act(x, false, |a| a.sums.clone()), act.sums);
         assert_eq!(act.gscale, vec![1.0; 4]);
         assert_eq!(act.ab, a.iter().map(|b| b.0).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn octet_order_pairs_the_codes_a_shift_yields() {
+        let k = 128;
+        let a: Vec<Bf16> = (0..k).map(|i| Bf16::from_f32(i as f32)).collect();
+        let act = ActF32::new(Bf16Rows::new(&a, 1, k).expect("shape"), true);
+        let first: Vec<f32> = act.ab_oct[8..16]
+            .iter()
+            .map(|&b| bf16_to_f32_daz(b))
+            .collect();
+        assert_eq!(first, [8.0, 10.0, 12.0, 14.0, 9.0, 11.0, 13.0, 15.0]);
     }
 
     #[test]

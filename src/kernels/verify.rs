@@ -6,7 +6,10 @@
 //! Tolerances are per output element, derived from the magnitudes involved:
 //! - **W4A8**: `1e-5 · Σ_g |s_w·s_a|·(|D| + |z·A|)`. D and A are exact integers, so only the
 //!   kernel's f32 epilogue may differ from the exact identity.
-//! - **W4A16**: `2⁻¹⁴ · Σ_g |s|·(Σ q·|a| + |z|·Σ|a|)` (f32 rounding of the fold's two terms)
+//! - **W4A16**: `2⁻¹⁴ · Σ_g |s|·(Σ (q + c)·|a| + (|z| + c)·Σ|a|)` with `c = 16` (f32 rounding
+//!   of the fold's two terms; `c` is the largest code offset a kernel folds into the zero
+//!   point: `w4a16-gemv-avx512bf16` multiplies bf16(16 + q), so both of its terms are that
+//!   much larger, and an all-zero weight (q = z = 0) is then exact only to this bound)
 //!   `+ 2⁻⁶ · √Σ(w·a)²` for kernels that round the dequantized weight `(q − z)·s` to bf16
 //!   (AMX, and any bf16-tile GEMM). Each such rounding is at most `2⁻⁹·|w|` and independent,
 //!   so their sum stays within a few standard deviations of `2⁻⁹·√Σ(w·a)²`; the bound is
@@ -26,6 +29,9 @@ use super::pool::ThreadPool;
 use super::reference;
 use super::registry::{KernelPath, Phase, Ready};
 use super::weights::{self, GROUP, QuantWeights};
+
+/// The largest code offset a W4A16 kernel folds into its zero point (module docs).
+const CODE_OFFSET_BOUND: f64 = 16.0;
 
 /// The reference output of one case and the tolerance of each element.
 #[derive(Clone, Debug)]
@@ -85,7 +91,8 @@ impl Expected {
                         sa += a;
                         sq += ((q - z) * s * a).powi(2);
                     }
-                    fold += s.abs() * (qa + z.abs() * sa);
+                    fold += s.abs()
+                        * (qa + CODE_OFFSET_BOUND * sa + (z.abs() + CODE_OFFSET_BOUND) * sa);
                 }
                 tol.push(2f64.powi(-14) * fold + 2f64.powi(-6) * sq.sqrt() + FLOOR);
             }

@@ -49,6 +49,10 @@ pub(crate) enum Data {
     Denormal,
     /// Every other activation row all zero.
     ZeroRows,
+    /// Every code and every zero point 0 (weights identically zero, so the outputs are
+    /// exactly zero and only the fold's rounding is tolerated), activations spread over
+    /// 2^-20..2^20.
+    ZeroWeights,
 }
 
 fn weights(n: usize, k: usize, data: Data, rng: &mut Rng) -> QuantWeights {
@@ -56,6 +60,7 @@ fn weights(n: usize, k: usize, data: Data, rng: &mut Rng) -> QuantWeights {
     let codes = (0..n * k)
         .map(|_| match data {
             Data::CodeExtremes => 15 * (rng.below(2) as u8),
+            Data::ZeroWeights => 0,
             _ => rng.below(16) as u8,
         })
         .collect();
@@ -69,6 +74,7 @@ fn weights(n: usize, k: usize, data: Data, rng: &mut Rng) -> QuantWeights {
         .map(|i| {
             let z = match (data, i % 3) {
                 (Data::CodeExtremes, _) => 7.5 + 0.25 * rng.below(4) as f32,
+                (Data::ZeroWeights, _) => 0.0,
                 (_, 0) => 8.0,
                 (_, 1) => rng.below(16) as f32,
                 _ => rng.below(64) as f32 / 4.0,
@@ -86,6 +92,11 @@ fn activations(m: usize, k: usize, data: Data, rng: &mut Rng) -> Vec<Bf16> {
             Data::MaxBf16 => Bf16(0x7F7F | ((rng.below(2) as u16) << 15)),
             Data::Denormal => Bf16((rng.below(0x7F) as u16 + 1) | ((rng.below(2) as u16) << 15)),
             Data::ZeroRows if (i / k).is_multiple_of(2) => Bf16::ZERO,
+            // 2^-20..2^20: f32 sums of these round, so a fold whose two terms are summed
+            // in different orders no longer cancels exactly.
+            Data::ZeroWeights => {
+                Bf16::from_f32(2.0 * rng.unit() * (2.0f32).powi(rng.below(41) as i32 - 20))
+            }
             _ => Bf16::from_f32(2.0 * rng.unit()),
         })
         .collect()
@@ -264,6 +275,7 @@ fn w4a16_extremes() {
         Data::MaxBf16,
         Data::Denormal,
         Data::ZeroRows,
+        Data::ZeroWeights,
     ] {
         for (m, n, k) in [(1, 65, 256), (5, 64, 128), (33, 70, 256)] {
             assert!(w4a16_case(&e, m, n, k, data, 7) > 0);

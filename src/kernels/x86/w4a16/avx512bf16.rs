@@ -1,16 +1,16 @@
-//! W4A16 with `vdpbf16ps` (kernels.md §4.5): the decode GEMV (SGLang-style, exact codes,
-//! per-group fold) and the prefill GEMM's weight preparation ([`Dequant`], for
-//! `x86/dpbf16.rs`).
+//! W4A16 with `vdpbf16ps` (kernels.md §4.5): the decode GEMV (exact codes, per-group fold)
+//! and the prefill GEMM's weight preparation ([`Dequant`], for `x86/dpbf16.rs`).
 //!
 //! **GEMV** (`w4a16-gemv-avx512bf16`).
-//! Per 64-byte chunk (16 columns × 8 k of one octet): one `vpsrlw` gives the high nibbles;
-//! for each of the 4 k-pairs a `vpshufb` gathers the two code bytes of every column into
-//! the low bytes of a word pair, and a `vpermw` on a 32-word table maps each code to its
-//! exact bf16 value (the table repeats 0..15 twice, because `vpermw` reads 5 index bits and
-//! the stray bit 4 is the neighbouring nibble). One `vdpbf16ps` per k-pair and row then
-//! adds `q[k]·a[k] + q[k+1]·a[k+1]` for 16 columns against the broadcast activation pair.
-//! The zero point is folded per group exactly as in the FMA kernel:
-//! `y += s·(Σ q·a − z·Σa)`.
+//! Per 64-byte chunk (16 columns × 8 k of one octet) each 16-bit word holds four codes; a
+//! word shift (<<3, >>1, >>5 or >>9) brings one of them to mantissa bits 3..6 and one
+//! `vpternlogd` keeps those bits and sets the exponent of 16.0, so every word is exactly
+//! bf16(16 + q): four shift + or pairs per chunk instead of a table lookup. One `vdpbf16ps`
+//! per code pair and row adds `(16 + q[k])·a[k] + (16 + q[k'])·a[k']` for 16 columns
+//! against the broadcast activation pair (the activations are stored in the matching octet
+//! order, [`ActF32::ab_oct`]). The offset joins the zero point in the per-group fold,
+//! `y += s·(Σ (16 + q)·a − (z + 16)·Σa)`. In L2 this runs 12–23 % faster than the
+//! `vpshufb` + `vpermw` table lookup it replaced (M = 4 and 1, Zen 4, paired A/B).
 //!
 //! `vdpbf16ps` treats denormal inputs as zero (pitfall 7), and so does Σa (computed from
 //! flushed activations in [`ActF32`]). Needs AVX-512 F, BW and BF16; there is no AVX2 form.
@@ -27,12 +27,9 @@ use crate::kernels::panel_split::{MR_MAX, Tile};
 use crate::kernels::x86::dpbf16::{Block, BlockSource, ROW_BYTES};
 use crate::kernels::x86::lanes::{Avx512, Lanes16};
 
-/// Proof of AVX-512 F/BW/BF16 plus the two constant vectors of the kernel.
+/// Proof of AVX-512 F/BW/BF16 (the GEMV needs nothing else).
 #[derive(Clone, Copy)]
-pub(crate) struct DpBf16 {
-    lut: __m512i,
-    pick: [__m512i; 2],
-}
+pub(crate) struct DpBf16(());
 
 impl DpBf16 {
     /// `Some` only when the CPU runs AVX-512 F, BW and BF16.
@@ -40,55 +37,25 @@ impl DpBf16 {
         let ok = is_x86_feature_detected!("avx512f")
             && is_x86_feature_detected!("avx512bw")
             && is_x86_feature_detected!("avx512bf16");
-        if !ok {
-            return None;
-        }
-        // bf16(i & 15) for i in 0..32.
-        let lut: [u16; 32] =
-            core::array::from_fn(|i| ((i & 15) as f32).to_bits().wrapping_shr(16) as u16);
-        // pick[u]: in every dword c of a 128-bit lane, bytes (4c+2u, zero, 4c+2u+1, zero).
-        let pick: [[u8; 64]; 2] = core::array::from_fn(|u| {
-            core::array::from_fn(|i| {
-                let (c, b) = ((i % 16) / 4, i % 4);
-                match b {
-                    0 => (4 * c + 2 * u) as u8,
-                    2 => (4 * c + 2 * u + 1) as u8,
-                    _ => 0x80,
-                }
-            })
-        });
-        // SAFETY: avx512f was detected just above; the loads read 64-byte local arrays.
-        let (lut, p0, p1) = unsafe { load3(&lut, &pick[0], &pick[1]) };
-        Some(DpBf16 {
-            lut,
-            pick: [p0, p1],
-        })
+        ok.then_some(DpBf16(()))
     }
 }
 
-#[target_feature(enable = "avx512f")]
-fn load3(lut: &[u16; 32], p0: &[u8; 64], p1: &[u8; 64]) -> (__m512i, __m512i, __m512i) {
-    // SAFETY: each array is exactly 64 bytes.
-    unsafe {
-        (
-            _mm512_loadu_si512(lut.as_ptr().cast()),
-            _mm512_loadu_si512(p0.as_ptr().cast()),
-            _mm512_loadu_si512(p1.as_ptr().cast()),
-        )
-    }
-}
+/// bf16 bits of 16.0: a code q placed at mantissa bits 3..6 reads as exactly 16 + q.
+const OFFSET_BITS: i32 = 0x4180;
+/// The code offset those bf16 values carry, folded into the zero point.
+const CODE_OFFSET: f32 = 16.0;
 
-/// One panel, rows `r0..r0+MR`, groups `groups`, into `tile[m][64]`.
-///
-/// # Safety
-///
-/// AVX-512 F/BW/BF16 enabled in the caller; `panel` holds records `0..groups.end`; `act`
-/// holds rows `r0..r0+MR` (bf16 form `ab`, Σa, group scales).
-// Index loops mirror the register blocking (rows × column blocks) on purpose.
+/// One panel, rows `r0..r0+MR`, groups `groups`, into `tile[m][64]`; the codes are made
+/// bf16 by shift and or: for each 16-bit word of a chunk
+/// (nibbles q[t], q[4+t], q[t+1], q[5+t] from low to high), a word shift brings one nibble
+/// to mantissa bits 3..6 and one `vpternlogd` keeps those bits and sets the exponent of 16,
+/// so each word holds bf16(16 + q). The four shifts (<<3, >>1, >>5, >>9) give the code pairs
+/// (q0,q2), (q4,q6), (q1,q3), (q5,q7), matched by the activation octets of `act.ab_oct`; the
+/// offset is folded with the zero point: `y += s·(Σ(16 + q)·a − (z + 16)·Σa)`.
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
 unsafe fn micro<const MR: usize>(
-    d: DpBf16,
     panel: *const u8,
     groups: core::ops::Range<usize>,
     act: &ActF32,
@@ -96,44 +63,65 @@ unsafe fn micro<const MR: usize>(
     tile: &mut Tile,
 ) {
     let k = act.k;
-    let xa = act.ab.as_ptr();
+    let xa = act.ab_oct.as_ptr();
     let ng = act.groups();
     // SAFETY: (whole body) offsets stay inside the records, rows and sums (contract).
     unsafe {
+        let keep = _mm512_set1_epi16(0x0078);
+        let exp = _mm512_set1_epi16(OFFSET_BITS as i16);
+        let off = _mm512_set1_ps(CODE_OFFSET);
         let mut tot = [[_mm512_setzero_ps(); 4]; MR];
         for g in groups {
             let rec = panel.add(g * RECORD_BYTES);
-            let mut acc = [[_mm512_setzero_ps(); 4]; MR];
+            // Independent accumulators per (row, column block): 4 chains of `vdpbf16ps`
+            // per octet would otherwise run one after another for a single row.
+            let chains = (4 / MR).max(1);
+            let mut accs = [[[_mm512_setzero_ps(); 4]; 4]; MR];
             for o in 0..16 {
                 let k0 = g * 128 + o * 8;
-                // Activation pairs (k0+2u, k0+2u+1), u = 0..3, broadcast per row.
                 let mut ap = [[_mm512_setzero_si512(); 4]; MR];
                 for (m, apm) in ap.iter_mut().enumerate() {
                     let row = xa.add((r0 + m) * k + k0).cast::<i32>();
-                    for (u, slot) in apm.iter_mut().enumerate() {
-                        *slot = _mm512_set1_epi32(row.add(u).read_unaligned());
+                    for (p, slot) in apm.iter_mut().enumerate() {
+                        *slot = _mm512_set1_epi32(row.add(p).read_unaligned());
                     }
                 }
                 for j in 0..4 {
                     let x = _mm512_loadu_si512(rec.add(o * 256 + j * 64).cast());
-                    let xh = _mm512_srli_epi16::<4>(x);
-                    for (u, src) in [(0, x), (1, x), (2, xh), (3, xh)] {
-                        let words = _mm512_shuffle_epi8(src, d.pick[u % 2]);
-                        let wq: __m512bh =
-                            core::mem::transmute(_mm512_permutexvar_epi16(words, d.lut));
+                    let parts = [
+                        _mm512_slli_epi16::<3>(x),
+                        _mm512_srli_epi16::<1>(x),
+                        _mm512_srli_epi16::<5>(x),
+                        _mm512_srli_epi16::<9>(x),
+                    ];
+                    for (p, part) in parts.into_iter().enumerate() {
+                        // (part & keep) | exp
+                        let wq: __m512bh = core::mem::transmute(_mm512_ternarylogic_epi32::<0xEA>(
+                            part, keep, exp,
+                        ));
                         for m in 0..MR {
-                            let a: __m512bh = core::mem::transmute(ap[m][u]);
-                            acc[m][j] = _mm512_dpbf16_ps(acc[m][j], wq, a);
+                            let a: __m512bh = core::mem::transmute(ap[m][p]);
+                            let c = p % chains;
+                            accs[m][j][c] = _mm512_dpbf16_ps(accs[m][j][c], wq, a);
                         }
                     }
                 }
             }
+            let mut acc = [[_mm512_setzero_ps(); 4]; MR];
+            for m in 0..MR {
+                for j in 0..4 {
+                    acc[m][j] = accs[m][j][0];
+                    for c in 1..chains {
+                        acc[m][j] = _mm512_add_ps(acc[m][j], accs[m][j][c]);
+                    }
+                }
+            }
             for j in 0..4 {
-                let ld = |off: usize| {
-                    let w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(rec.add(off + 32 * j).cast()));
+                let ld = |o: usize| {
+                    let w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(rec.add(o + 32 * j).cast()));
                     _mm512_castsi512_ps(_mm512_slli_epi32::<16>(w))
                 };
-                let (s, z) = (ld(SCALE_OFFSET), ld(ZERO_OFFSET));
+                let (s, z) = (ld(SCALE_OFFSET), _mm512_add_ps(ld(ZERO_OFFSET), off));
                 for m in 0..MR {
                     let i = (r0 + m) * ng + g;
                     let sa = _mm512_set1_ps(*act.sums.as_ptr().add(i));
@@ -152,11 +140,12 @@ unsafe fn micro<const MR: usize>(
 }
 
 /// Rows `r0..r0+mr` (mr ≤ 4) of one panel over `groups` into `tile`, reading the prepared
-/// activations (`act.ab`, flushed and group-scaled bf16, with Σa and group scales).
-/// Returns `false` (and computes nothing) when the slices do not cover the request.
+/// activations (`act.ab_oct`, flushed and group-scaled bf16 in octet order, with Σa and
+/// group scales). Returns `false` (and computes nothing) when the slices do not cover the
+/// request.
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
 pub(crate) fn block(
-    d: DpBf16,
+    _d: DpBf16,
     panel: &[u8],
     groups: core::ops::Range<usize>,
     act: &ActF32,
@@ -168,20 +157,20 @@ pub(crate) fn block(
         && groups.end <= act.groups()
         && panel.len() >= groups.end * RECORD_BYTES
         && r0 + mr <= act.m
-        && act.ab.len() == act.m * act.k
+        && act.ab_oct.len() == act.m * act.k
         && act.sums.len() == act.m * act.groups()
         && act.gscale.len() == act.sums.len();
     if !ok {
         return false;
     }
     let p = panel.as_ptr();
-    // SAFETY: `d` proves the features enabled here; bounds checked above.
+    // SAFETY: `_d` proves the features enabled here; bounds checked above.
     unsafe {
         match mr {
-            1 => micro::<1>(d, p, groups, act, r0, tile),
-            2 => micro::<2>(d, p, groups, act, r0, tile),
-            3 => micro::<3>(d, p, groups, act, r0, tile),
-            _ => micro::<4>(d, p, groups, act, r0, tile),
+            1 => micro::<1>(p, groups, act, r0, tile),
+            2 => micro::<2>(p, groups, act, r0, tile),
+            3 => micro::<3>(p, groups, act, r0, tile),
+            _ => micro::<4>(p, groups, act, r0, tile),
         }
     }
     true
