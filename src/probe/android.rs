@@ -188,6 +188,31 @@ fn hardware_chip(line: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The SoC's HTP entry; says so when the SoC is a lettered variant (`SM8750P`) of a chip in
+/// the table: the NPU is not claimed for a part the table does not list, but the user
+/// should know why.
+fn warn_lettered_variant(sys: &SysRoot, soc: &str) -> Option<(&'static str, Option<u32>)> {
+    if htp_entry(soc).is_none()
+        && let Some(base) = lettered_variant_base(soc).filter(|b| htp_entry(b).is_some())
+    {
+        sys.warn(format!(
+            "Android SoC {soc} is a lettered variant of {base}, whose Hexagon HTP edgeplan knows; the HTP table (ExecuTorch's) does not list {soc}, so no NPU is claimed: check that the QNN SDK lists it before exporting for {base}"
+        ));
+    }
+    htp_entry(soc)
+}
+
+/// `SM8750P` -> `SM8750`: a Qualcomm part number with one trailing letter.
+fn lettered_variant_base(soc: &str) -> Option<&str> {
+    let base = soc.get(..soc.len().checked_sub(1)?)?;
+    let letter = soc.chars().last()?;
+    (letter.is_ascii_uppercase()
+        && base.len() >= 5
+        && base.starts_with(|c: char| c.is_ascii_uppercase())
+        && base.ends_with(|c: char| c.is_ascii_digit()))
+    .then_some(base)
+}
+
 /// Upper case, without a variant suffix (`sm8650-ab` -> `SM8650`).
 pub fn normalize_soc(model: &str) -> String {
     let upper = model.trim().to_ascii_uppercase();
@@ -330,7 +355,7 @@ pub fn read(sys: &SysRoot, cpuinfo_hardware: Option<&str>) -> Option<Android> {
         }
     }
     let entry = match (&android.soc_model, android.soc_candidates.as_slice()) {
-        (Some(soc), _) => htp_entry(soc).map(Some),
+        (Some(soc), _) => warn_lettered_variant(sys, soc).map(Some),
         (None, []) => None,
         (None, many) => {
             // Sure only when every candidate has the same HTP entry.
@@ -488,5 +513,23 @@ mod tests {
         assert_eq!(a.soc_model.as_deref(), Some("SM8650"));
         assert_eq!(a.npu.unwrap().htp_arch.as_deref(), Some("v75"));
         assert!(sys.take_warnings().is_empty());
+
+        // A lettered variant of a chip in the table: not claimed, but said.
+        let dir = tree(&[(
+            "vendor/build.prop",
+            "ro.board.platform=sun\nro.soc.model=SM8750P\n",
+        )]);
+        let sys = SysRoot::at(dir.path());
+        let a = read(&sys, None).unwrap();
+        assert_eq!(a.soc_model.as_deref(), Some("SM8750P"));
+        assert!(a.npu.is_none());
+        assert!(
+            sys.take_warnings()
+                .iter()
+                .any(|w| w.contains("lettered variant of SM8750"))
+        );
+        assert_eq!(lettered_variant_base("SM8750P"), Some("SM8750"));
+        assert_eq!(lettered_variant_base("SM8750"), None);
+        assert_eq!(lettered_variant_base("P"), None);
     }
 }
