@@ -514,11 +514,17 @@ mod tests {
         assert_eq!(a.npu.unwrap().htp_arch.as_deref(), Some("v75"));
         assert!(sys.take_warnings().is_empty());
 
-        // A lettered variant of a chip in the table: not claimed, but said.
-        let dir = tree(&[(
-            "vendor/build.prop",
-            "ro.board.platform=sun\nro.soc.model=SM8750P\n",
-        )]);
+        // A lettered variant of a chip in the table: not claimed, but said. The values a
+        // Snapdragon 8 Elite tablet reported in pytorch/executorch#21586 (SM8750P,
+        // soc_id 639, ro.board.platform sun), where QNN found "No Snapdragon SOC" until
+        // told SM8750.
+        let dir = tree(&[
+            (
+                "vendor/build.prop",
+                "ro.board.platform=sun\nro.soc.model=SM8750P\n",
+            ),
+            ("sys/devices/soc0/soc_id", "639\n"),
+        ]);
         let sys = SysRoot::at(dir.path());
         let a = read(&sys, None).unwrap();
         assert_eq!(a.soc_model.as_deref(), Some("SM8750P"));
@@ -527,6 +533,24 @@ mod tests {
             sys.take_warnings()
                 .iter()
                 .any(|w| w.contains("lettered variant of SM8750"))
+        );
+        // pytorch/executorch#16465: ro.soc.model=CQ8750S, ro.board.platform=sun,
+        // soc_id=705, where QNN fails the same way: no chip edgeplan knows, no NPU.
+        let dir = tree(&[
+            (
+                "vendor/build.prop",
+                "ro.board.platform=sun\nro.soc.model=CQ8750S\n",
+            ),
+            ("sys/devices/soc0/soc_id", "705\n"),
+        ]);
+        let sys = SysRoot::at(dir.path());
+        let a = read(&sys, None).unwrap();
+        assert_eq!(a.soc_model.as_deref(), Some("CQ8750S"));
+        assert!(a.npu.is_none());
+        assert!(
+            sys.take_warnings()
+                .iter()
+                .any(|w| w.contains("soc_id 705 is not in edgeplan's Qualcomm id table"))
         );
         assert_eq!(lettered_variant_base("SM8750P"), Some("SM8750"));
         assert_eq!(lettered_variant_base("SM8750"), None);
