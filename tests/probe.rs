@@ -1242,3 +1242,81 @@ fn a_memtotal_that_is_not_a_count_is_named_as_such() {
             .stdout(predicate::str::contains("\"total_bytes\": null"));
     }
 }
+
+/// The `information` file text NVIDIA's container tooling quotes for a V100 (Go doc comment
+/// of its `/proc/driver/nvidia/gpus/*/information` parser), UUID redacted as `--dump` does.
+const V100_INFORMATION: &str = "Model:           Tesla V100-SXM2-16GB\nIRQ:             408\nGPU UUID:        REDACTED\nVideo BIOS:      88.00.41.00.01\nBus Type:        PCIe\nDMA Size:        47 bits\nDMA Mask:        0x7fffffffffff\nBus Location:    0000:06:00.0\nDevice Minor:    0\nGPU Excluded:    No\n";
+
+#[test]
+fn a_gpu_only_the_nvidia_driver_lists_is_still_a_cuda_gpu() {
+    // A capture of /proc alone: no sysfs, no cpuinfo. The NVRM line names the
+    // architecture; the driver's per-GPU entry names the GPU.
+    let dir = tree();
+    put(
+        dir.path(),
+        "proc/driver/nvidia/version",
+        b"NVRM version: NVIDIA UNIX x86_64 Kernel Module  384.98  Thu Oct 26 15:16:01 PDT 2017\n",
+    );
+    put(
+        dir.path(),
+        "proc/driver/nvidia/gpus/0000:06:00.0/information",
+        V100_INFORMATION.as_bytes(),
+    );
+    let p = probe_json(dir.path());
+    assert_eq!(p["arch"], "x86_64");
+    assert_eq!(p["hardware_class"], "cuda_discrete");
+    let gpu = &p["gpus"][0];
+    assert_eq!(gpu["name"], "Tesla V100-SXM2-16GB");
+    assert_eq!(gpu["compute_capability"], "7.0");
+    assert_eq!(gpu["pci_bdf"], "0000:06:00.0");
+    assert_eq!(gpu["driver_version"], "384.98");
+    // No device id was captured, so no marketed size: unknown, with a warning.
+    assert!(gpu["memory_bytes"].is_null());
+    assert!(
+        gpu["sources"]["listed"]
+            .as_str()
+            .unwrap()
+            .contains("not in")
+    );
+    assert_eq!(p["supports_bf16"], false);
+
+    // With sysfs present too, the GPU is listed once, from sysfs.
+    put(
+        dir.path(),
+        "sys/bus/pci/devices/0000:06:00.0/vendor",
+        b"0x10de\n",
+    );
+    put(
+        dir.path(),
+        "sys/bus/pci/devices/0000:06:00.0/device",
+        b"0x1db1\n",
+    );
+    put(
+        dir.path(),
+        "sys/bus/pci/devices/0000:06:00.0/class",
+        b"0x030200\n",
+    );
+    let p = probe_json(dir.path());
+    assert_eq!(p["gpus"].as_array().unwrap().len(), 1);
+    assert_eq!(p["gpus"][0]["memory_bytes"], 16u64 << 30);
+    assert!(p["gpus"][0]["sources"].get("listed").is_none());
+}
+
+#[test]
+fn an_unknown_nvrm_architecture_is_refused_by_name() {
+    let dir = tree();
+    put(
+        dir.path(),
+        "proc/driver/nvidia/version",
+        b"NVRM version: NVIDIA UNIX ppc64le Kernel Module  418.67  Sat Apr  6 03:07:24 CDT 2019\n",
+    );
+    let out = edgeplan()
+        .args(["probe", "--format", "json", "--sysroot"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(65), "{stderr}");
+    assert!(stderr.contains("ppc64le"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}

@@ -113,14 +113,15 @@ pub fn read(sys: &SysRoot) -> Vec<Gpu> {
                     Err(e) => e.clone(),
                     Ok(_) => "NVML did not report this GPU".into(),
                 };
+                let table = match gpu.device_id.as_deref() {
+                    Some(_) => "device id not in the table",
+                    None => "no device id captured (sysfs absent)",
+                };
                 sys.warn(format!(
-                    "NVIDIA GPU {bdf} (device {}): memory unknown (NVML: {why}; the device id is not in edgeplan's table); a memory fit will say unknown",
+                    "NVIDIA GPU {bdf} (device {}): memory unknown (NVML: {why}; {table}); a memory fit will say unknown",
                     gpu.device_id.as_deref().unwrap_or("?")
                 ));
-                (
-                    None,
-                    format!("unknown: NVML: {why}; device id not in the table"),
-                )
+                (None, format!("unknown: NVML: {why}; {table}"))
             }
         };
         gpu.memory_bytes = bytes;
