@@ -1320,3 +1320,33 @@ fn an_unknown_nvrm_architecture_is_refused_by_name() {
     assert!(stderr.contains("ppc64le"), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
+
+#[test]
+fn on_a_jetson_the_drivers_own_gpu_entry_is_not_a_second_gpu() {
+    let dir = tree();
+    put(
+        dir.path(),
+        "etc/nv_tegra_release",
+        b"# R35 (release), REVISION: 3.1, GCID: 32827747, BOARD: t186ref, EABI: aarch64, DATE: Sun Mar 19 15:19:21 UTC 2023\n",
+    );
+    put(
+        dir.path(),
+        "proc/device-tree/compatible",
+        b"nvidia,p3768-0000+p3767-0003\0nvidia,p3767-0003\0nvidia,tegra234\0",
+    );
+    put(
+        dir.path(),
+        "proc/driver/nvidia/gpus/0000:00:00.0/information",
+        b"Model:           Orin (nvgpu)\n",
+    );
+    put(
+        dir.path(),
+        "proc/driver/nvidia/gpus/17000000.gpu/information",
+        b"Model:           Orin (nvgpu)\n",
+    );
+    let p = probe_json(dir.path());
+    assert_eq!(p["hardware_class"], "jetson");
+    let gpus = p["gpus"].as_array().unwrap();
+    assert_eq!(gpus.len(), 1, "{gpus:?}");
+    assert_eq!(gpus[0]["name"], "Orin (integrated)");
+}

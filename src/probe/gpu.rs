@@ -52,6 +52,26 @@ pub fn nvrm_line(text: &str) -> Option<(String, String)> {
     version_shaped.then(|| (arch, version.to_string()))
 }
 
+/// `0000:41:00.0` (a domain of 4 or more hex digits: Hyper-V guests use 8).
+fn pci_address_shaped(name: &str) -> bool {
+    let hex = |t: &str, n: usize| t.len() == n && t.bytes().all(|b| b.is_ascii_hexdigit());
+    let mut parts = name.split(':');
+    let (Some(domain), Some(bus), Some(rest), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    let Some((device, function)) = rest.split_once('.') else {
+        return false;
+    };
+    (4..=8).contains(&domain.len())
+        && hex(domain, domain.len())
+        && hex(bus, 2)
+        && hex(device, 2)
+        && function.len() == 1
+        && function.bytes().all(|b| (b'0'..=b'7').contains(&b))
+}
+
 /// The driver version of the `NVRM version:` line.
 pub fn driver_version(text: &str) -> Option<String> {
     nvrm_line(text).map(|(_, v)| v)
@@ -61,9 +81,10 @@ pub fn driver_version(text: &str) -> Option<String> {
 pub fn read(sys: &SysRoot) -> Vec<Gpu> {
     let mut gpus = list(sys);
     for bdf in sys.list(PROC_GPUS) {
-        if gpus
-            .iter()
-            .any(|g| g.pci_bdf.as_deref() == Some(bdf.as_str()))
+        if !pci_address_shaped(&bdf)
+            || gpus
+                .iter()
+                .any(|g| g.pci_bdf.as_deref() == Some(bdf.as_str()))
         {
             continue;
         }
@@ -574,6 +595,16 @@ mod tests {
             None
         );
         assert_eq!(nvrm_line(""), None);
+    }
+
+    #[test]
+    fn pci_addresses() {
+        assert!(pci_address_shaped("0000:41:00.0"));
+        assert!(pci_address_shaped("03f8cfdd:00:00.0"));
+        assert!(!pci_address_shaped("17000000.gpu"));
+        assert!(!pci_address_shaped("0000:41:00.8"));
+        assert!(!pci_address_shaped("0000:41:00"));
+        assert!(!pci_address_shaped(""));
     }
 
     #[test]

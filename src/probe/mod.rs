@@ -217,6 +217,8 @@ fn add_integrated_gpu(sys: &SysRoot, jetson: Option<&Jetson>, gpus: &mut Vec<Gpu
         ));
     }
     if let Some(j) = jetson {
+        // The driver's own entries describe the integrated GPU added below, not a dGPU.
+        gpus.retain(|g| !g.sources.contains_key("listed"));
         let mut sources = BTreeMap::new();
         sources.insert(
             "compute_capability".to_string(),
