@@ -143,7 +143,7 @@ pub fn table(p: &Profile) -> String {
         t.add_row(vec![
             format!("gpu {i}"),
             format!(
-                "{} {} ({}, memory {}{})",
+                "{} {} ({}, memory {}{}{})",
                 g.vendor,
                 opt(g.name.as_deref()),
                 match (g.vendor.as_str(), g.compute_capability.as_deref()) {
@@ -156,6 +156,10 @@ pub fn table(p: &Profile) -> String {
                 g.pci_bdf
                     .as_deref()
                     .map(|b| format!(", {b}"))
+                    .unwrap_or_default(),
+                g.driver_version
+                    .as_deref()
+                    .map(|v| format!(", driver {v}"))
                     .unwrap_or_default()
             ),
         ]);
