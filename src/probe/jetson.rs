@@ -55,6 +55,8 @@ pub fn jetpack_for(l4t: &str) -> Option<String> {
         ("32.7.4", "4.6.4"),
         ("32.7.5", "4.6.5"),
         ("32.7.6", "4.6.6"),
+        ("34.1.0", "5.0 DP"),
+        ("34.1.1", "5.0.1 DP"),
         ("35.1.0", "5.0.2"),
         ("35.2.1", "5.1"),
         ("35.3.1", "5.1.1"),
@@ -77,8 +79,9 @@ pub fn jetpack_for(l4t: &str) -> Option<String> {
         return Some(jp.to_string());
     }
     match parts[0] {
+        "28" => Some("3".into()),
         "32" => Some("4".into()),
-        "35" => Some("5".into()),
+        "34" | "35" => Some("5".into()),
         "36" => Some("6".into()),
         "38" => Some("7".into()),
         _ => None,
@@ -358,6 +361,10 @@ mod tests {
         assert_eq!(jetpack_for("39.2.0"), None);
         assert_eq!(jetpack_for("32.7.1").as_deref(), Some("4.6.1"));
         assert_eq!(jetpack_for("32.5").as_deref(), Some("4.5"));
+        // R34 was the JetPack 5.0 developer preview line (jetson_stats#291: a Clara AGX
+        // on R34.1.2).
+        assert_eq!(jetpack_for("34.1.1").as_deref(), Some("5.0.1 DP"));
+        assert_eq!(jetpack_for("34.1.2").as_deref(), Some("5"));
         assert_eq!(jetpack_for("12"), None);
         assert_eq!(
             parse_l4t("# R35 (release), REVISION: 4.1, GCID: 33958178").as_deref(),
