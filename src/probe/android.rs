@@ -213,10 +213,21 @@ fn lettered_variant_base(soc: &str) -> Option<&str> {
     .then_some(base)
 }
 
-/// Upper case, without a variant suffix (`sm8650-ab` -> `SM8650`).
+/// Upper case, without a variant suffix (`sm8650-ab` -> `SM8650`). `ro.soc.model` is often
+/// written as words: a brand and a number run together as the chip name the other
+/// properties use (`Exynos 9810` -> `EXYNOS9810`, as `ro.hardware.chipname=exynos9810`),
+/// other words are kept (`Tensor G2` -> `TENSOR G2`), never cut to the brand alone.
 pub fn normalize_soc(model: &str) -> String {
     let upper = model.trim().to_ascii_uppercase();
-    upper.split(['-', ' ']).next().unwrap_or("").to_string()
+    let words: Vec<&str> = upper.split_whitespace().collect();
+    match words.as_slice() {
+        [] => String::new(),
+        [one] => one.split('-').next().unwrap_or("").to_string(),
+        [brand, number] if number.bytes().all(|b| b.is_ascii_digit()) => {
+            format!("{brand}{number}")
+        }
+        many => many.join(" "),
+    }
 }
 
 const LIB_DIRS: &[&str] = &[
@@ -419,6 +430,12 @@ mod tests {
         assert_eq!(htp_entry("QCS9100").unwrap().0, "v73");
         assert_eq!(htp_entry("MT6989"), None);
         assert_eq!(normalize_soc("sm8650-ab"), "SM8650");
+        // ro.soc.model as devices write it: Pixel 7 `Tensor G2`, Samsung `Exynos 9810`
+        // (`Exynos2200` on others); the brand alone would be a wrong fact.
+        assert_eq!(normalize_soc("Tensor G2"), "TENSOR G2");
+        assert_eq!(normalize_soc("Exynos 9810"), "EXYNOS9810");
+        assert_eq!(normalize_soc("Exynos2200"), "EXYNOS2200");
+        assert_eq!(normalize_soc(" "), "");
         assert_eq!(chips_for_platform("kalama"), ["SM8550"]);
         assert_eq!(chips_for_platform("lahaina"), ["SM8350", "SM7325"]);
         assert_eq!(chip_for_soc_id(321), Some("SDM845"));
@@ -534,6 +551,20 @@ mod tests {
                 .iter()
                 .any(|w| w.contains("lettered variant of SM8750"))
         );
+        // A spaced ro.soc.model agrees with the chip-name property that says the same.
+        let dir = tree(&[(
+            "vendor/build.prop",
+            "ro.soc.model=Exynos 9810\nro.hardware.chipname=exynos9810\n",
+        )]);
+        let sys = SysRoot::at(dir.path());
+        let a = read(&sys, None).unwrap();
+        assert_eq!(a.soc_model.as_deref(), Some("EXYNOS9810"));
+        assert!(
+            !sys.take_warnings()
+                .iter()
+                .any(|w| w.contains("disagreement"))
+        );
+
         // pytorch/executorch#16465: ro.soc.model=CQ8750S, ro.board.platform=sun,
         // soc_id=705, where QNN fails the same way: no chip edgeplan knows, no NPU.
         let dir = tree(&[
