@@ -202,6 +202,13 @@ fn warn_lettered_variant(sys: &SysRoot, soc: &str) -> Option<(&'static str, Opti
     htp_entry(soc)
 }
 
+/// Two normalized names for one chip: equal, or one a vendor-prefixed form of the other
+/// (Samsung's `ro.hardware=samsungexynos7870` beside `ro.hardware.chipname=exynos7870`).
+fn same_chip(a: &str, b: &str) -> bool {
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    short == long || (short.len() >= 5 && long.ends_with(short))
+}
+
 /// `SM8750P` -> `SM8750`: a Qualcomm part number with one trailing letter.
 fn lettered_variant_base(soc: &str) -> Option<&str> {
     let base = soc.get(..soc.len().checked_sub(1)?)?;
@@ -327,7 +334,7 @@ pub fn read(sys: &SysRoot, cpuinfo_hardware: Option<&str>) -> Option<Android> {
         if let Some((other, other_source)) = evidence
             .iter()
             .skip(1)
-            .find(|(c, _)| normalize_soc(c) != normalize_soc(chip))
+            .find(|(c, _)| !same_chip(&normalize_soc(c), &normalize_soc(chip)))
         {
             sys.warn(format!(
                 "Android SoC disagreement: {source} says {chip}, {other_source} says {other} (spoofed properties, or a board name?); using {source}"
@@ -551,10 +558,11 @@ mod tests {
                 .iter()
                 .any(|w| w.contains("lettered variant of SM8750"))
         );
-        // A spaced ro.soc.model agrees with the chip-name property that says the same.
+        // A spaced ro.soc.model agrees with the chip-name property that says the same, and
+        // with Samsung's vendor-prefixed ro.hardware.
         let dir = tree(&[(
             "vendor/build.prop",
-            "ro.soc.model=Exynos 9810\nro.hardware.chipname=exynos9810\n",
+            "ro.soc.model=Exynos 9810\nro.hardware.chipname=exynos9810\nro.hardware=samsungexynos9810\n",
         )]);
         let sys = SysRoot::at(dir.path());
         let a = read(&sys, None).unwrap();
@@ -584,6 +592,9 @@ mod tests {
                 .any(|w| w.contains("soc_id 705 is not in edgeplan's Qualcomm id table"))
         );
         assert_eq!(lettered_variant_base("SM8750P"), Some("SM8750"));
+        assert!(same_chip("SAMSUNGEXYNOS7870", "EXYNOS7870"));
+        assert!(!same_chip("SM8650", "SM8550"));
+        assert!(!same_chip("SM8750P", "SM8750"));
         assert_eq!(lettered_variant_base("SM8750"), None);
         assert_eq!(lettered_variant_base("P"), None);
     }
