@@ -1350,3 +1350,29 @@ fn on_a_jetson_the_drivers_own_gpu_entry_is_not_a_second_gpu() {
     assert_eq!(gpus.len(), 1, "{gpus:?}");
     assert_eq!(gpus[0]["name"], "Orin (integrated)");
 }
+
+#[test]
+fn a_gpu_held_for_a_virtual_machine_does_not_make_a_cuda_host() {
+    // HikariKnight/quickpassthrough#22: `lspci -k` shows an RTX 3060 (10de:2504, per the
+    // same report's dmesg) at 07:00.0 with `Kernel driver in use: vfio-pci`.
+    let dir = tree();
+    put(dir.path(), "proc/cpuinfo", X86_CPUINFO.as_bytes());
+    let dev = "sys/bus/pci/devices/0000:07:00.0";
+    put(dir.path(), &format!("{dev}/vendor"), b"0x10de\n");
+    put(dir.path(), &format!("{dev}/device"), b"0x2504\n");
+    put(dir.path(), &format!("{dev}/class"), b"0x030000\n");
+    put(dir.path(), &format!("{dev}/driver"), b"vfio-pci\n");
+    let p = probe_json(dir.path());
+    assert_eq!(p["hardware_class"], "x86_cpu");
+    assert_eq!(p["gpus"][0]["driver"], "vfio-pci");
+    assert_eq!(p["gpus"][0]["compute_capability"], "8.6");
+    let warnings = p["warnings"].to_string();
+    assert!(warnings.contains("bound to vfio-pci"), "{warnings}");
+
+    // Bound to nouveau: still an NVIDIA GPU host, but told that CUDA needs nvidia.
+    put(dir.path(), &format!("{dev}/driver"), b"nouveau\n");
+    let p = probe_json(dir.path());
+    assert_eq!(p["hardware_class"], "cuda_discrete");
+    let warnings = p["warnings"].to_string();
+    assert!(warnings.contains("bound to nouveau"), "{warnings}");
+}

@@ -181,6 +181,7 @@ fn list(sys: &SysRoot) -> Vec<Gpu> {
         };
         if gpu.vendor == "nvidia" {
             describe_nvidia(sys, &bdf, device_id.as_deref(), &mut gpu);
+            warn_other_driver(sys, &bdf, gpu.driver.as_deref());
         } else {
             gpu.name = other_name(vendor_id.as_deref(), device_id.as_deref()).map(str::to_string);
         }
@@ -225,6 +226,25 @@ fn describe_nvidia(sys: &SysRoot, bdf: &str, device_id: Option<&str>, gpu: &mut 
         ));
     }
     gpu.sources = sources;
+}
+
+/// An NVIDIA GPU held by a passthrough stub (`vfio-pci`, `pci-stub`): reserved for a
+/// virtual machine, so CUDA on this host cannot use it.
+pub fn reserved_for_vms(gpu: &Gpu) -> bool {
+    gpu.vendor == "nvidia" && matches!(gpu.driver.as_deref(), Some("vfio-pci" | "pci-stub"))
+}
+
+/// Says so when an NVIDIA GPU is bound to a driver other than NVIDIA's: CUDA needs `nvidia`.
+fn warn_other_driver(sys: &SysRoot, bdf: &str, driver: Option<&str>) {
+    match driver {
+        Some(d @ ("vfio-pci" | "pci-stub")) => sys.warn(format!(
+            "NVIDIA GPU {bdf} is bound to {d} (passed through to a virtual machine): CUDA on this host cannot use it, so it does not make this a cuda_discrete host"
+        )),
+        Some(d) if d != "nvidia" => sys.warn(format!(
+            "NVIDIA GPU {bdf} is bound to {d}, not the NVIDIA driver: CUDA cannot use it until the nvidia driver is installed and bound"
+        )),
+        _ => {}
+    }
 }
 
 /// The `Model:` line of the driver's information file.

@@ -167,7 +167,7 @@ pub fn probe(sys: &SysRoot) -> anyhow::Result<Profile> {
 
     let discrete: Vec<Gpu> = gpus
         .iter()
-        .filter(|g| g.pci_bdf.is_some())
+        .filter(|g| g.pci_bdf.is_some() && !gpu::reserved_for_vms(g))
         .cloned()
         .collect();
     let hardware_class = class::hardware_class(arch, android.as_ref(), jetson.as_ref(), &discrete);
