@@ -7,9 +7,10 @@
 //! aarch64  35.3.1`; discrete-GPU drivers are numbered 300 and up). The SoC comes from the
 //! `nvidia,tegraNNN` compatible entry, else the `tegraNNN-` prefix of the device tree's
 //! source file name, else the Jetson module part number in `compatible` (`p3701` AGX
-//! Orin, `p3767` Orin NX/Nano, `p2888` AGX Xavier, `p3668` Xavier NX, `p3310`/`p3489`/
-//! `p3636` TX2, `p2180` TX1, `p3448` Nano: the module numbers of the upstream kernel's
-//! `arch/arm64/boot/dts/nvidia/tegra*-pNNNN*` files), else the L4T `BOARD: t210ref`
+//! Orin, `p3767` Orin NX/Nano, `p2888` AGX Xavier, `p3668` Xavier NX, `p3310`/`p3636`
+//! TX2, `p2180` TX1, `p3448` Nano: the module numbers in the upstream kernel's
+//! `arch/arm64/boot/dts/nvidia` file names and in the board reports of
+//! rbonghi/jetson_stats issues #864, #400, #291, #515, #586), else the L4T `BOARD: t210ref`
 //! (used only by TX1 and Nano; `t186ref` is shared by TX2, Xavier and Orin, so it decides
 //! nothing); `soc_source` names which. The SoC decides the compute capability (tegra194
 //! Xavier 7.2, tegra234 Orin 8.7, tegra264 Thor 11.0); the L4T release decides JetPack,
@@ -136,7 +137,7 @@ pub fn soc_for_module(part: &str) -> Option<&'static str> {
     Some(match part {
         "p3701" | "p3767" => "tegra234",
         "p2888" | "p3668" => "tegra194",
-        "p3310" | "p3489" | "p3636" => "tegra186",
+        "p3310" | "p3636" => "tegra186",
         "p2180" | "p3448" => "tegra210",
         _ => return None,
     })
