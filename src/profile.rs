@@ -522,6 +522,9 @@ pub struct Gpu {
     /// Extension: the kernel driver bound to the device (`nvidia`, `nouveau`, `ast`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver: Option<String>,
+    /// Extension: the NVIDIA driver version (`/proc/driver/nvidia/version`, `555.58`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_version: Option<String>,
     /// Extension: where the name, compute capability and memory came from.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub sources: BTreeMap<String, String>,
@@ -534,6 +537,10 @@ pub struct Jetson {
     pub l4t: Option<String>,
     pub jetpack: Option<String>,
     pub compute_capability: Option<String>,
+    /// Extension: where `soc` came from (`/proc/device-tree/compatible nvidia,tegraNNN`,
+    /// a module part number, the device-tree file name, the L4T board).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soc_source: Option<String>,
     /// Extension: SoC family (`Xavier`, `Orin`, `Thor`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub family: Option<String>,

@@ -809,6 +809,21 @@ fn real_capture_corpus_matches_its_manifest() {
                     continue;
                 }
                 "htp_arch" => json["android"]["npu"]["htp_arch"].clone(),
+                // Pointers to values that must be null (TOML has no null): unknown, not guessed.
+                "null" => {
+                    for pointer in want.as_array().into_iter().flatten() {
+                        let pointer = pointer.as_str().unwrap_or("");
+                        let got = json.pointer(pointer).cloned().unwrap_or(Value::Null);
+                        if !got.is_null() {
+                            failures.push(format!("{name}: {pointer} = {got}, want null"));
+                        }
+                    }
+                    continue;
+                }
+                // Any other profile value, by JSON pointer (`"/jetson/soc"`, `"/gpus/0/name"`).
+                pointer if pointer.starts_with('/') => {
+                    json.pointer(pointer).cloned().unwrap_or(Value::Null)
+                }
                 // The features the profile calls usable, in the profile's (sorted) order.
                 "usable_features" => Value::Array(
                     json["cpu"]["features"]
@@ -887,7 +902,23 @@ fn truncated_real_captures_never_panic() {
     for t in real_manifest() {
         let name = t["name"].as_str().unwrap();
         let original = fixture(&format!("real/{name}"));
-        let text = std::fs::read(original.join("proc/cpuinfo")).unwrap();
+        // GPU and Jetson captures without a cpuinfo: cut every file they hold at half.
+        let Ok(text) = std::fs::read(original.join("proc/cpuinfo")) else {
+            let dir = tempfile::tempdir().unwrap();
+            copy_cut(&original, dir.path());
+            let out = edgeplan()
+                .args(["probe", "--format", "json", "--sysroot"])
+                .arg(dir.path())
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                matches!(out.status.code(), Some(0 | 65)) && !stderr.contains("panicked"),
+                "{name} cut in half: {:?} {stderr}",
+                out.status.code()
+            );
+            continue;
+        };
         for cut in [text.len() / 3, text.len() / 2, text.len().saturating_sub(7)] {
             let dir = tempfile::tempdir().unwrap();
             put(dir.path(), "proc/cpuinfo", &text[..cut]);
@@ -902,6 +933,21 @@ fn truncated_real_captures_never_panic() {
                 "{name} cut at {cut}: {:?} {stderr}",
                 out.status.code()
             );
+        }
+    }
+}
+
+/// Copies the tree `from` into `to` with every file cut to its first half.
+fn copy_cut(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_cut(&entry.path(), &target);
+        } else {
+            let bytes = std::fs::read(entry.path()).unwrap();
+            std::fs::write(&target, &bytes[..bytes.len() / 2]).unwrap();
         }
     }
 }
@@ -1223,4 +1269,138 @@ fn a_memtotal_that_is_not_a_count_is_named_as_such() {
             .stderr(predicate::str::contains(says))
             .stdout(predicate::str::contains("\"total_bytes\": null"));
     }
+}
+
+/// The `information` file text NVIDIA's container tooling quotes for a V100 (Go doc comment
+/// of its `/proc/driver/nvidia/gpus/*/information` parser), UUID redacted as `--dump` does.
+const V100_INFORMATION: &str = "Model:           Tesla V100-SXM2-16GB\nIRQ:             408\nGPU UUID:        REDACTED\nVideo BIOS:      88.00.41.00.01\nBus Type:        PCIe\nDMA Size:        47 bits\nDMA Mask:        0x7fffffffffff\nBus Location:    0000:06:00.0\nDevice Minor:    0\nGPU Excluded:    No\n";
+
+#[test]
+fn a_gpu_only_the_nvidia_driver_lists_is_still_a_cuda_gpu() {
+    // A capture of /proc alone: no sysfs, no cpuinfo. The NVRM line names the
+    // architecture; the driver's per-GPU entry names the GPU.
+    let dir = tree();
+    put(
+        dir.path(),
+        "proc/driver/nvidia/version",
+        b"NVRM version: NVIDIA UNIX x86_64 Kernel Module  384.98  Thu Oct 26 15:16:01 PDT 2017\n",
+    );
+    put(
+        dir.path(),
+        "proc/driver/nvidia/gpus/0000:06:00.0/information",
+        V100_INFORMATION.as_bytes(),
+    );
+    let p = probe_json(dir.path());
+    assert_eq!(p["arch"], "x86_64");
+    assert_eq!(p["hardware_class"], "cuda_discrete");
+    let gpu = &p["gpus"][0];
+    assert_eq!(gpu["name"], "Tesla V100-SXM2-16GB");
+    assert_eq!(gpu["compute_capability"], "7.0");
+    assert_eq!(gpu["pci_bdf"], "0000:06:00.0");
+    assert_eq!(gpu["driver_version"], "384.98");
+    // No device id was captured, so no marketed size: unknown, with a warning.
+    assert!(gpu["memory_bytes"].is_null());
+    assert!(
+        gpu["sources"]["listed"]
+            .as_str()
+            .unwrap()
+            .contains("not in")
+    );
+    assert_eq!(p["supports_bf16"], false);
+
+    // With sysfs present too, the GPU is listed once, from sysfs.
+    put(
+        dir.path(),
+        "sys/bus/pci/devices/0000:06:00.0/vendor",
+        b"0x10de\n",
+    );
+    put(
+        dir.path(),
+        "sys/bus/pci/devices/0000:06:00.0/device",
+        b"0x1db1\n",
+    );
+    put(
+        dir.path(),
+        "sys/bus/pci/devices/0000:06:00.0/class",
+        b"0x030200\n",
+    );
+    let p = probe_json(dir.path());
+    assert_eq!(p["gpus"].as_array().unwrap().len(), 1);
+    assert_eq!(p["gpus"][0]["memory_bytes"], 16u64 << 30);
+    assert!(p["gpus"][0]["sources"].get("listed").is_none());
+}
+
+#[test]
+fn an_unknown_nvrm_architecture_is_refused_by_name() {
+    let dir = tree();
+    put(
+        dir.path(),
+        "proc/driver/nvidia/version",
+        b"NVRM version: NVIDIA UNIX ppc64le Kernel Module  418.67  Sat Apr  6 03:07:24 CDT 2019\n",
+    );
+    let out = edgeplan()
+        .args(["probe", "--format", "json", "--sysroot"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(65), "{stderr}");
+    assert!(stderr.contains("ppc64le"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+#[test]
+fn on_a_jetson_the_drivers_own_gpu_entry_is_not_a_second_gpu() {
+    let dir = tree();
+    put(
+        dir.path(),
+        "etc/nv_tegra_release",
+        b"# R35 (release), REVISION: 3.1, GCID: 32827747, BOARD: t186ref, EABI: aarch64, DATE: Sun Mar 19 15:19:21 UTC 2023\n",
+    );
+    put(
+        dir.path(),
+        "proc/device-tree/compatible",
+        b"nvidia,p3768-0000+p3767-0003\0nvidia,p3767-0003\0nvidia,tegra234\0",
+    );
+    put(
+        dir.path(),
+        "proc/driver/nvidia/gpus/0000:00:00.0/information",
+        b"Model:           Orin (nvgpu)\n",
+    );
+    put(
+        dir.path(),
+        "proc/driver/nvidia/gpus/17000000.gpu/information",
+        b"Model:           Orin (nvgpu)\n",
+    );
+    let p = probe_json(dir.path());
+    assert_eq!(p["hardware_class"], "jetson");
+    let gpus = p["gpus"].as_array().unwrap();
+    assert_eq!(gpus.len(), 1, "{gpus:?}");
+    assert_eq!(gpus[0]["name"], "Orin (integrated)");
+}
+
+#[test]
+fn a_gpu_held_for_a_virtual_machine_does_not_make_a_cuda_host() {
+    // HikariKnight/quickpassthrough#22: `lspci -k` shows an RTX 3060 (10de:2504, per the
+    // same report's dmesg) at 07:00.0 with `Kernel driver in use: vfio-pci`.
+    let dir = tree();
+    put(dir.path(), "proc/cpuinfo", X86_CPUINFO.as_bytes());
+    let dev = "sys/bus/pci/devices/0000:07:00.0";
+    put(dir.path(), &format!("{dev}/vendor"), b"0x10de\n");
+    put(dir.path(), &format!("{dev}/device"), b"0x2504\n");
+    put(dir.path(), &format!("{dev}/class"), b"0x030000\n");
+    put(dir.path(), &format!("{dev}/driver"), b"vfio-pci\n");
+    let p = probe_json(dir.path());
+    assert_eq!(p["hardware_class"], "x86_cpu");
+    assert_eq!(p["gpus"][0]["driver"], "vfio-pci");
+    assert_eq!(p["gpus"][0]["compute_capability"], "8.6");
+    let warnings = p["warnings"].to_string();
+    assert!(warnings.contains("bound to vfio-pci"), "{warnings}");
+
+    // Bound to nouveau: still an NVIDIA GPU host, but told that CUDA needs nvidia.
+    put(dir.path(), &format!("{dev}/driver"), b"nouveau\n");
+    let p = probe_json(dir.path());
+    assert_eq!(p["hardware_class"], "cuda_discrete");
+    let warnings = p["warnings"].to_string();
+    assert!(warnings.contains("bound to nouveau"), "{warnings}");
 }

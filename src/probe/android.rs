@@ -188,10 +188,53 @@ fn hardware_chip(line: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-/// Upper case, without a variant suffix (`sm8650-ab` -> `SM8650`).
+/// The SoC's HTP entry; says so when the SoC is a lettered variant (`SM8750P`) of a chip in
+/// the table: the NPU is not claimed for a part the table does not list, but the user
+/// should know why.
+fn warn_lettered_variant(sys: &SysRoot, soc: &str) -> Option<(&'static str, Option<u32>)> {
+    if htp_entry(soc).is_none()
+        && let Some(base) = lettered_variant_base(soc).filter(|b| htp_entry(b).is_some())
+    {
+        sys.warn(format!(
+            "Android SoC {soc} is a lettered variant of {base}, whose Hexagon HTP edgeplan knows; the HTP table (ExecuTorch's) does not list {soc}, so no NPU is claimed: check that the QNN SDK lists it before exporting for {base}"
+        ));
+    }
+    htp_entry(soc)
+}
+
+/// Two normalized names for one chip: equal, or one a vendor-prefixed form of the other
+/// (Samsung's `ro.hardware=samsungexynos7870` beside `ro.hardware.chipname=exynos7870`).
+fn same_chip(a: &str, b: &str) -> bool {
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    short == long || (short.len() >= 5 && long.ends_with(short))
+}
+
+/// `SM8750P` -> `SM8750`: a Qualcomm part number with one trailing letter.
+fn lettered_variant_base(soc: &str) -> Option<&str> {
+    let base = soc.get(..soc.len().checked_sub(1)?)?;
+    let letter = soc.chars().last()?;
+    (letter.is_ascii_uppercase()
+        && base.len() >= 5
+        && base.starts_with(|c: char| c.is_ascii_uppercase())
+        && base.ends_with(|c: char| c.is_ascii_digit()))
+    .then_some(base)
+}
+
+/// Upper case, without a variant suffix (`sm8650-ab` -> `SM8650`). `ro.soc.model` is often
+/// written as words: a brand and a number run together as the chip name the other
+/// properties use (`Exynos 9810` -> `EXYNOS9810`, as `ro.hardware.chipname=exynos9810`),
+/// other words are kept (`Tensor G2` -> `TENSOR G2`), never cut to the brand alone.
 pub fn normalize_soc(model: &str) -> String {
     let upper = model.trim().to_ascii_uppercase();
-    upper.split(['-', ' ']).next().unwrap_or("").to_string()
+    let words: Vec<&str> = upper.split_whitespace().collect();
+    match words.as_slice() {
+        [] => String::new(),
+        [one] => one.split('-').next().unwrap_or("").to_string(),
+        [brand, number] if number.bytes().all(|b| b.is_ascii_digit()) => {
+            format!("{brand}{number}")
+        }
+        many => many.join(" "),
+    }
 }
 
 const LIB_DIRS: &[&str] = &[
@@ -291,7 +334,7 @@ pub fn read(sys: &SysRoot, cpuinfo_hardware: Option<&str>) -> Option<Android> {
         if let Some((other, other_source)) = evidence
             .iter()
             .skip(1)
-            .find(|(c, _)| normalize_soc(c) != normalize_soc(chip))
+            .find(|(c, _)| !same_chip(&normalize_soc(c), &normalize_soc(chip)))
         {
             sys.warn(format!(
                 "Android SoC disagreement: {source} says {chip}, {other_source} says {other} (spoofed properties, or a board name?); using {source}"
@@ -330,7 +373,7 @@ pub fn read(sys: &SysRoot, cpuinfo_hardware: Option<&str>) -> Option<Android> {
         }
     }
     let entry = match (&android.soc_model, android.soc_candidates.as_slice()) {
-        (Some(soc), _) => htp_entry(soc).map(Some),
+        (Some(soc), _) => warn_lettered_variant(sys, soc).map(Some),
         (None, []) => None,
         (None, many) => {
             // Sure only when every candidate has the same HTP entry.
@@ -394,6 +437,12 @@ mod tests {
         assert_eq!(htp_entry("QCS9100").unwrap().0, "v73");
         assert_eq!(htp_entry("MT6989"), None);
         assert_eq!(normalize_soc("sm8650-ab"), "SM8650");
+        // ro.soc.model as devices write it: Pixel 7 `Tensor G2`, Samsung `Exynos 9810`
+        // (`Exynos2200` on others); the brand alone would be a wrong fact.
+        assert_eq!(normalize_soc("Tensor G2"), "TENSOR G2");
+        assert_eq!(normalize_soc("Exynos 9810"), "EXYNOS9810");
+        assert_eq!(normalize_soc("Exynos2200"), "EXYNOS2200");
+        assert_eq!(normalize_soc(" "), "");
         assert_eq!(chips_for_platform("kalama"), ["SM8550"]);
         assert_eq!(chips_for_platform("lahaina"), ["SM8350", "SM7325"]);
         assert_eq!(chip_for_soc_id(321), Some("SDM845"));
@@ -488,5 +537,65 @@ mod tests {
         assert_eq!(a.soc_model.as_deref(), Some("SM8650"));
         assert_eq!(a.npu.unwrap().htp_arch.as_deref(), Some("v75"));
         assert!(sys.take_warnings().is_empty());
+
+        // A lettered variant of a chip in the table: not claimed, but said. The values a
+        // Snapdragon 8 Elite tablet reported in pytorch/executorch#21586 (SM8750P,
+        // soc_id 639, ro.board.platform sun), where QNN found "No Snapdragon SOC" until
+        // told SM8750.
+        let dir = tree(&[
+            (
+                "vendor/build.prop",
+                "ro.board.platform=sun\nro.soc.model=SM8750P\n",
+            ),
+            ("sys/devices/soc0/soc_id", "639\n"),
+        ]);
+        let sys = SysRoot::at(dir.path());
+        let a = read(&sys, None).unwrap();
+        assert_eq!(a.soc_model.as_deref(), Some("SM8750P"));
+        assert!(a.npu.is_none());
+        assert!(
+            sys.take_warnings()
+                .iter()
+                .any(|w| w.contains("lettered variant of SM8750"))
+        );
+        // A spaced ro.soc.model agrees with the chip-name property that says the same, and
+        // with Samsung's vendor-prefixed ro.hardware.
+        let dir = tree(&[(
+            "vendor/build.prop",
+            "ro.soc.model=Exynos 9810\nro.hardware.chipname=exynos9810\nro.hardware=samsungexynos9810\n",
+        )]);
+        let sys = SysRoot::at(dir.path());
+        let a = read(&sys, None).unwrap();
+        assert_eq!(a.soc_model.as_deref(), Some("EXYNOS9810"));
+        assert!(
+            !sys.take_warnings()
+                .iter()
+                .any(|w| w.contains("disagreement"))
+        );
+
+        // pytorch/executorch#16465: ro.soc.model=CQ8750S, ro.board.platform=sun,
+        // soc_id=705, where QNN fails the same way: no chip edgeplan knows, no NPU.
+        let dir = tree(&[
+            (
+                "vendor/build.prop",
+                "ro.board.platform=sun\nro.soc.model=CQ8750S\n",
+            ),
+            ("sys/devices/soc0/soc_id", "705\n"),
+        ]);
+        let sys = SysRoot::at(dir.path());
+        let a = read(&sys, None).unwrap();
+        assert_eq!(a.soc_model.as_deref(), Some("CQ8750S"));
+        assert!(a.npu.is_none());
+        assert!(
+            sys.take_warnings()
+                .iter()
+                .any(|w| w.contains("soc_id 705 is not in edgeplan's Qualcomm id table"))
+        );
+        assert_eq!(lettered_variant_base("SM8750P"), Some("SM8750"));
+        assert!(same_chip("SAMSUNGEXYNOS7870", "EXYNOS7870"));
+        assert!(!same_chip("SM8650", "SM8550"));
+        assert!(!same_chip("SM8750P", "SM8750"));
+        assert_eq!(lettered_variant_base("SM8750"), None);
+        assert_eq!(lettered_variant_base("P"), None);
     }
 }

@@ -1,7 +1,11 @@
 //! PCI display devices from sysfs, and NVIDIA names and compute capabilities without NVML.
 //!
 //! Every `/sys/bus/pci/devices/*` whose `class` is `0x0300xx` (VGA) or `0x0302xx` (3D) is
-//! listed. For NVIDIA (`vendor` `0x10de`) the model comes from the driver's
+//! listed, and so is every `/proc/driver/nvidia/gpus/<bdf>` the NVIDIA driver lists that
+//! sysfs does not (a capture of `/proc` alone, or a container that hides `/sys`): the
+//! driver only creates that directory for a GPU it drives. The driver version comes from
+//! `/proc/driver/nvidia/version` (`NVRM version:` line). For NVIDIA (`vendor` `0x10de`)
+//! the model comes from the driver's
 //! `/proc/driver/nvidia/gpus/<bdf>/information` `Model:` line, else from the device-ID
 //! table; the compute capability from the name table, then the device-ID table, then
 //! the chip family encoded in the device ID's high byte. `memory_bytes` (sysfs does not
@@ -16,10 +20,94 @@ use crate::probe::sysroot::SysRoot;
 use crate::profile::Gpu;
 
 const PCI_DEVICES: &str = "/sys/bus/pci/devices";
+const PROC_GPUS: &str = "/proc/driver/nvidia/gpus";
+pub const NVIDIA_VERSION: &str = "/proc/driver/nvidia/version";
+
+/// The driver version and the CPU architecture the kernel module was built for, from the
+/// `NVRM version:` line of `/proc/driver/nvidia/version`: the proprietary module writes
+/// `NVIDIA UNIX x86_64 Kernel Module  535.129.03  <date>`, the open one `NVIDIA UNIX
+/// Open Kernel Module for x86_64  555.58  Release Build ...` (and on Jetson `... for
+/// aarch64  35.3.1 ...`, where the number is the L4T release).
+pub fn nvrm_line(text: &str) -> Option<(String, String)> {
+    let line = text
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("NVRM version:"))?;
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let module = words.iter().position(|w| *w == "Module")?;
+    let mut rest = &words[module + 1..];
+    let arch_before = words[..module]
+        .iter()
+        .find(|w| ["x86_64", "aarch64", "ppc64le", "x86", "arm"].contains(w));
+    if rest.first() == Some(&"for") {
+        rest = &rest[1..];
+    }
+    let (arch, version) = match arch_before {
+        Some(arch) => (arch.to_string(), rest.first()?),
+        None => (rest.first()?.to_string(), rest.get(1)?),
+    };
+    let version_shaped = version.split('.').count() >= 2
+        && version
+            .split('.')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    version_shaped.then(|| (arch, version.to_string()))
+}
+
+/// `0000:41:00.0` (a domain of 4 or more hex digits: Hyper-V guests use 8).
+fn pci_address_shaped(name: &str) -> bool {
+    let hex = |t: &str, n: usize| t.len() == n && t.bytes().all(|b| b.is_ascii_hexdigit());
+    let mut parts = name.split(':');
+    let (Some(domain), Some(bus), Some(rest), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    let Some((device, function)) = rest.split_once('.') else {
+        return false;
+    };
+    (4..=8).contains(&domain.len())
+        && hex(domain, domain.len())
+        && hex(bus, 2)
+        && hex(device, 2)
+        && function.len() == 1
+        && function.bytes().all(|b| (b'0'..=b'7').contains(&b))
+}
+
+/// The driver version of the `NVRM version:` line.
+pub fn driver_version(text: &str) -> Option<String> {
+    nvrm_line(text).map(|(_, v)| v)
+}
 
 /// Lists the GPUs. Other vendors' GPUs are listed with no compute capability.
 pub fn read(sys: &SysRoot) -> Vec<Gpu> {
     let mut gpus = list(sys);
+    for bdf in sys.list(PROC_GPUS) {
+        if !pci_address_shaped(&bdf)
+            || gpus
+                .iter()
+                .any(|g| g.pci_bdf.as_deref() == Some(bdf.as_str()))
+        {
+            continue;
+        }
+        let mut gpu = Gpu {
+            vendor: "nvidia".into(),
+            pci_bdf: Some(bdf.clone()),
+            ..Gpu::default()
+        };
+        describe_nvidia(sys, &bdf, None, &mut gpu);
+        gpu.sources.insert(
+            "listed".into(),
+            format!("{PROC_GPUS}/{bdf} (the NVIDIA driver's entry; not in {PCI_DEVICES})"),
+        );
+        gpus.push(gpu);
+    }
+    let version = sys.read(NVIDIA_VERSION).as_deref().and_then(driver_version);
+    if let Some(version) = &version {
+        for gpu in gpus.iter_mut().filter(|g| g.vendor == "nvidia") {
+            gpu.driver_version = Some(version.clone());
+            gpu.sources
+                .insert("driver_version".into(), format!("{NVIDIA_VERSION} NVRM"));
+        }
+    }
     let nvidia: Vec<String> = gpus
         .iter()
         .filter(|g| g.vendor == "nvidia")
@@ -46,14 +134,15 @@ pub fn read(sys: &SysRoot) -> Vec<Gpu> {
                     Err(e) => e.clone(),
                     Ok(_) => "NVML did not report this GPU".into(),
                 };
+                let table = match gpu.device_id.as_deref() {
+                    Some(_) => "device id not in the table",
+                    None => "no device id captured (sysfs absent)",
+                };
                 sys.warn(format!(
-                    "NVIDIA GPU {bdf} (device {}): memory unknown (NVML: {why}; the device id is not in edgeplan's table); a memory fit will say unknown",
+                    "NVIDIA GPU {bdf} (device {}): memory unknown (NVML: {why}; {table}); a memory fit will say unknown",
                     gpu.device_id.as_deref().unwrap_or("?")
                 ));
-                (
-                    None,
-                    format!("unknown: NVML: {why}; device id not in the table"),
-                )
+                (None, format!("unknown: NVML: {why}; {table}"))
             }
         };
         gpu.memory_bytes = bytes;
@@ -92,6 +181,7 @@ fn list(sys: &SysRoot) -> Vec<Gpu> {
         };
         if gpu.vendor == "nvidia" {
             describe_nvidia(sys, &bdf, device_id.as_deref(), &mut gpu);
+            warn_other_driver(sys, &bdf, gpu.driver.as_deref());
         } else {
             gpu.name = other_name(vendor_id.as_deref(), device_id.as_deref()).map(str::to_string);
         }
@@ -136,6 +226,25 @@ fn describe_nvidia(sys: &SysRoot, bdf: &str, device_id: Option<&str>, gpu: &mut 
         ));
     }
     gpu.sources = sources;
+}
+
+/// An NVIDIA GPU held by a passthrough stub (`vfio-pci`, `pci-stub`): reserved for a
+/// virtual machine, so CUDA on this host cannot use it.
+pub fn reserved_for_vms(gpu: &Gpu) -> bool {
+    gpu.vendor == "nvidia" && matches!(gpu.driver.as_deref(), Some("vfio-pci" | "pci-stub"))
+}
+
+/// Says so when an NVIDIA GPU is bound to a driver other than NVIDIA's: CUDA needs `nvidia`.
+fn warn_other_driver(sys: &SysRoot, bdf: &str, driver: Option<&str>) {
+    match driver {
+        Some(d @ ("vfio-pci" | "pci-stub")) => sys.warn(format!(
+            "NVIDIA GPU {bdf} is bound to {d} (passed through to a virtual machine): CUDA on this host cannot use it, so it does not make this a cuda_discrete host"
+        )),
+        Some(d) if d != "nvidia" => sys.warn(format!(
+            "NVIDIA GPU {bdf} is bound to {d}, not the NVIDIA driver: CUDA cannot use it until the nvidia driver is installed and bound"
+        )),
+        _ => {}
+    }
 }
 
 /// The `Model:` line of the driver's information file.
@@ -286,7 +395,12 @@ pub fn cc_from_name(name: &str) -> Option<&'static str> {
     if has("T4") || has("T1000") || has("T400") || has("T600") || has("TITAN") && has("RTX") {
         return Some("7.5");
     }
-    // GeForce / Quadro numbering: the series number after RTX or GTX.
+    // Quadro RTX 3000..8000 are Turing: their four digits are not a GeForce series
+    // (`Quadro RTX 4000` is not an RTX 40 part; NVIDIA's CUDA GPUs list: 7.5).
+    if has("QUADRO") && has("RTX") {
+        return Some("7.5");
+    }
+    // GeForce numbering: the series number after RTX or GTX.
     for pair in tokens.windows(2) {
         if pair[0] == "RTX" || pair[0] == "GTX" {
             let series: Option<u32> = pair[1].get(..2).and_then(|d| d.parse().ok());
@@ -299,9 +413,6 @@ pub fn cc_from_name(name: &str) -> Option<&'static str> {
                 _ => {}
             }
         }
-    }
-    if has("QUADRO") && has("RTX") {
-        return Some("7.5");
     }
     None
 }
@@ -426,6 +537,12 @@ mod tests {
             ("NVIDIA GB200", "10.0"),
             ("NVIDIA GeForce RTX 5090", "12.0"),
             ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "12.0"),
+            // nvidia-smi names from akash-network/provider-configs PR #12 and the like:
+            // Turing Quadros whose digits look like a GeForce 40/50 series.
+            ("Quadro RTX 4000", "7.5"),
+            ("Quadro RTX 5000", "7.5"),
+            ("Quadro RTX 8000", "7.5"),
+            ("NVIDIA RTX 4000 Ada Generation", "8.9"),
         ];
         for (name, cc) in cases {
             assert_eq!(cc_from_name(name), Some(cc), "{name}");
@@ -464,6 +581,50 @@ mod tests {
                 "{id:#x}"
             );
         }
+    }
+
+    #[test]
+    fn nvrm_version_lines() {
+        // Verbatim first lines of /proc/driver/nvidia/version: dylanaraps/neofetch#876
+        // (proprietary module), hyprwm/Hyprland PR #6715 (open module) and
+        // nix-community/nixGL#139 (Jetson Orin NX, where the number is the L4T release).
+        let cases = [
+            (
+                "NVRM version: NVIDIA UNIX x86_64 Kernel Module  384.98  Thu Oct 26 15:16:01 PDT 2017\nGCC version:  gcc version 7.2.0 (Ubuntu 7.2.0-8ubuntu3) \n",
+                ("x86_64", "384.98"),
+            ),
+            (
+                "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  555.58  Release Build  (portage@localhost)  Сб 29 июн 2024 14:36:22 MSK\n",
+                ("x86_64", "555.58"),
+            ),
+            (
+                "NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  35.3.1  Release Build  (buildbrain@mobile-u64-6289-d7000)  Sun Mar 19 08:09:33 PDT 2023\n",
+                ("aarch64", "35.3.1"),
+            ),
+        ];
+        for (text, (arch, version)) in cases {
+            assert_eq!(
+                nvrm_line(text),
+                Some((arch.to_string(), version.to_string())),
+                "{text}"
+            );
+        }
+        assert_eq!(nvrm_line("NVRM version: garbage\n"), None);
+        assert_eq!(
+            nvrm_line("NVRM version: NVIDIA UNIX x86_64 Kernel Module\n"),
+            None
+        );
+        assert_eq!(nvrm_line(""), None);
+    }
+
+    #[test]
+    fn pci_addresses() {
+        assert!(pci_address_shaped("0000:41:00.0"));
+        assert!(pci_address_shaped("03f8cfdd:00:00.0"));
+        assert!(!pci_address_shaped("17000000.gpu"));
+        assert!(!pci_address_shaped("0000:41:00.8"));
+        assert!(!pci_address_shaped("0000:41:00"));
+        assert!(!pci_address_shaped(""));
     }
 
     #[test]

@@ -35,7 +35,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::error::{data_error, io_error, no_input};
-use crate::profile::{Arch, Cluster, Cpu, CpuId, Feature, Gpu, Profile, SCHEMA_VERSION, Tool};
+use crate::profile::{
+    Arch, Cluster, Cpu, CpuId, Feature, Gpu, Jetson, Profile, SCHEMA_VERSION, Tool,
+};
 use cpuinfo::CpuInfo;
 use environment::LiveSignals;
 use sysroot::SysRoot;
@@ -153,32 +155,7 @@ pub fn probe(sys: &SysRoot) -> anyhow::Result<Profile> {
     // Tegra before any GPU search: its GPU is a platform device, never a dGPU.
     let jetson = jetson::read(sys);
     let mut gpus = gpu::read(sys);
-    if let Some(j) = &jetson {
-        let mut sources = BTreeMap::new();
-        sources.insert(
-            "compute_capability".to_string(),
-            "Tegra SoC table".to_string(),
-        );
-        sources.insert(
-            "memory_bytes".to_string(),
-            "unified with system memory (see memory)".to_string(),
-        );
-        gpus.insert(
-            0,
-            Gpu {
-                vendor: "nvidia".into(),
-                name: Some(format!(
-                    "{} (integrated)",
-                    j.family.as_deref().unwrap_or("Tegra")
-                )),
-                memory_bytes: None,
-                compute_capability: j.compute_capability.clone(),
-                driver: Some("nvgpu".into()),
-                sources,
-                ..Gpu::default()
-            },
-        );
-    }
+    add_integrated_gpu(sys, jetson.as_ref(), &mut gpus);
     let android = android::read(sys, info.hardware.as_deref());
     if sys.is_live() {
         live.wsl_env = ["WSL_INTEROP", "WSL_DISTRO_NAME"]
@@ -190,7 +167,7 @@ pub fn probe(sys: &SysRoot) -> anyhow::Result<Profile> {
 
     let discrete: Vec<Gpu> = gpus
         .iter()
-        .filter(|g| g.pci_bdf.is_some())
+        .filter(|g| g.pci_bdf.is_some() && !gpu::reserved_for_vms(g))
         .cloned()
         .collect();
     let hardware_class = class::hardware_class(arch, android.as_ref(), jetson.as_ref(), &discrete);
@@ -222,6 +199,56 @@ pub fn probe(sys: &SysRoot) -> anyhow::Result<Profile> {
         warnings,
         measurements: None,
     })
+}
+
+/// Puts a Jetson's integrated GPU first in `gpus`; without a Jetson, warns when the NVIDIA
+/// driver is loaded but no NVIDIA GPU was found (a capture that left out sysfs).
+fn add_integrated_gpu(sys: &SysRoot, jetson: Option<&Jetson>, gpus: &mut Vec<Gpu>) {
+    if jetson.is_none()
+        && !gpus.iter().any(|g| g.vendor == "nvidia")
+        && let Some(version) = sys
+            .read(gpu::NVIDIA_VERSION)
+            .as_deref()
+            .and_then(gpu::driver_version)
+    {
+        sys.warn(format!(
+            "{} says NVIDIA driver {version} is loaded, but no NVIDIA GPU is listed in /sys/bus/pci/devices or /proc/driver/nvidia/gpus: the capture lacks them, so the class rests on the CPU alone; capture those directories too",
+            sys.shown(gpu::NVIDIA_VERSION)
+        ));
+    }
+    if let Some(j) = jetson {
+        // The driver's own entries describe the integrated GPU added below, not a dGPU.
+        gpus.retain(|g| !g.sources.contains_key("listed"));
+        let mut sources = BTreeMap::new();
+        sources.insert(
+            "compute_capability".to_string(),
+            match &j.soc_source {
+                Some(how) if j.compute_capability.is_some() => {
+                    format!("Tegra SoC table ({how})")
+                }
+                _ => "unknown: the Tegra SoC is unknown".to_string(),
+            },
+        );
+        sources.insert(
+            "memory_bytes".to_string(),
+            "unified with system memory (see memory)".to_string(),
+        );
+        gpus.insert(
+            0,
+            Gpu {
+                vendor: "nvidia".into(),
+                name: Some(format!(
+                    "{} (integrated)",
+                    j.family.as_deref().unwrap_or("Tegra")
+                )),
+                memory_bytes: None,
+                compute_capability: j.compute_capability.clone(),
+                driver: Some("nvgpu".into()),
+                sources,
+                ..Gpu::default()
+            },
+        );
+    }
 }
 
 /// The message for a tree or host whose architecture edgeplan does not plan for.
@@ -267,30 +294,38 @@ fn decide_arch(sys: &SysRoot, info: &CpuInfo) -> anyhow::Result<Arch> {
         };
     }
     let abi = primary_abi(sys);
-    let inferred = match abi.as_ref().map(|(abi, key)| (abi.as_str(), key.as_str())) {
-        Some(("arm64-v8a", key)) => Some((Arch::Aarch64, key.to_string())),
-        Some(("x86_64", key)) => Some((Arch::X86_64, key.to_string())),
-        Some((abi @ ("armeabi-v7a" | "armeabi"), key)) => {
-            return Err(unsupported(
-                &format!("{shown}: 32-bit ARM"),
-                &format!("{key}={abi}"),
-            ));
+    let inferred: Option<(Result<Arch, String>, String)> =
+        match abi.as_ref().map(|(abi, key)| (abi.as_str(), key.as_str())) {
+            Some(("arm64-v8a", key)) => Some((Ok(Arch::Aarch64), key.to_string())),
+            Some(("x86_64", key)) => Some((Ok(Arch::X86_64), key.to_string())),
+            Some((abi @ ("armeabi-v7a" | "armeabi"), key)) => {
+                return Err(unsupported(
+                    &format!("{shown}: 32-bit ARM"),
+                    &format!("{key}={abi}"),
+                ));
+            }
+            Some(("x86", key)) => {
+                return Err(unsupported(
+                    &format!("{shown}: 32-bit x86"),
+                    &format!("{key}=x86"),
+                ));
+            }
+            _ if sys.exists("/sys/devices/system/cpu/cpu0/regs/identification/midr_el1") => Some((
+                Ok(Arch::Aarch64),
+                "/sys/devices/system/cpu/cpu0/regs/identification/midr_el1".to_string(),
+            )),
+            _ if sys.exists("/proc/device-tree/compatible") => Some((
+                Ok(Arch::Aarch64),
+                "/proc/device-tree (x86 does not use a device tree)".to_string(),
+            )),
+            _ => nvrm_or_l4t_arch(sys),
+        };
+    let inferred = match inferred {
+        Some((Err(named), how)) => {
+            return Err(unsupported(&format!("{shown}: missing; {how}"), &named));
         }
-        Some(("x86", key)) => {
-            return Err(unsupported(
-                &format!("{shown}: 32-bit x86"),
-                &format!("{key}=x86"),
-            ));
-        }
-        _ if sys.exists("/sys/devices/system/cpu/cpu0/regs/identification/midr_el1") => Some((
-            Arch::Aarch64,
-            "/sys/devices/system/cpu/cpu0/regs/identification/midr_el1".to_string(),
-        )),
-        _ if sys.exists("/proc/device-tree/compatible") => Some((
-            Arch::Aarch64,
-            "/proc/device-tree (x86 does not use a device tree)".to_string(),
-        )),
-        _ => None,
+        Some((Ok(arch), how)) => Some((arch, how)),
+        None => None,
     };
     match inferred {
         Some((arch, how)) => {
@@ -307,6 +342,39 @@ fn decide_arch(sys: &SysRoot, info: &CpuInfo) -> anyhow::Result<Arch> {
             "{shown}: cannot tell the architecture: no line that only one architecture's kernel writes (x86 `vendor_id`/`flags`, Arm `CPU implementer`/`Features`, ...), and nothing else in the tree names one; capture /proc/cpuinfo again"
         ))),
     }
+}
+
+/// The architecture a tree without a usable cpuinfo names elsewhere: the NVIDIA kernel
+/// module's `NVRM version:` line (`... Kernel Module for aarch64 ...`), else the L4T
+/// release file's `EABI: aarch64`. `Err` holds an architecture edgeplan does not plan for.
+fn nvrm_or_l4t_arch(sys: &SysRoot) -> Option<(Result<Arch, String>, String)> {
+    let from_nvrm = sys
+        .read(gpu::NVIDIA_VERSION)
+        .as_deref()
+        .and_then(gpu::nvrm_line)
+        .map(|(arch, _)| {
+            (
+                arch,
+                format!("{} (NVRM kernel module build)", gpu::NVIDIA_VERSION),
+            )
+        });
+    let from_l4t = || {
+        let text = sys.read("/etc/nv_tegra_release")?;
+        let eabi = text
+            .split("EABI:")
+            .nth(1)?
+            .split(',')
+            .next()?
+            .trim()
+            .to_string();
+        (!eabi.is_empty()).then(|| (eabi, "/etc/nv_tegra_release EABI".to_string()))
+    };
+    let (arch, how) = from_nvrm.or_else(from_l4t)?;
+    Some(match arch.as_str() {
+        "x86_64" => (Ok(Arch::X86_64), how),
+        "aarch64" => (Ok(Arch::Aarch64), how),
+        other => (Err(format!("{how} says {other}")), how),
+    })
 }
 
 /// The image's primary ABI from its build properties: `ro.product.cpu.abi`, else the

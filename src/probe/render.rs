@@ -24,6 +24,30 @@ const KEY_FEATURES: &[&str] = &[
     "sme",
 ];
 
+/// One GPU for the table: vendor, name, compute capability, memory, address, driver.
+fn gpu_line(g: &crate::profile::Gpu) -> String {
+    format!(
+        "{} {} ({}, memory {}{}{})",
+        g.vendor,
+        opt(g.name.as_deref()),
+        match (g.vendor.as_str(), g.compute_capability.as_deref()) {
+            (_, Some(cc)) => format!("cc {cc}"),
+            ("nvidia", None) => "cc unknown".to_string(),
+            _ => "not CUDA".to_string(),
+        },
+        g.memory_bytes
+            .map_or("unknown".into(), |b| crate::output::gib_short(Some(b))),
+        g.pci_bdf
+            .as_deref()
+            .map(|b| format!(", {b}"))
+            .unwrap_or_default(),
+        g.driver_version
+            .as_deref()
+            .map(|v| format!(", driver {v}"))
+            .unwrap_or_default()
+    )
+}
+
 fn opt(value: Option<&str>) -> &str {
     value.unwrap_or("unknown")
 }
@@ -140,25 +164,7 @@ pub fn table(p: &Profile) -> String {
         t.add_row(vec!["gpus".to_string(), "none".to_string()]);
     }
     for (i, g) in p.gpus.iter().enumerate() {
-        t.add_row(vec![
-            format!("gpu {i}"),
-            format!(
-                "{} {} ({}, memory {}{})",
-                g.vendor,
-                opt(g.name.as_deref()),
-                match (g.vendor.as_str(), g.compute_capability.as_deref()) {
-                    (_, Some(cc)) => format!("cc {cc}"),
-                    ("nvidia", None) => "cc unknown".to_string(),
-                    _ => "not CUDA".to_string(),
-                },
-                g.memory_bytes
-                    .map_or("unknown".into(), |b| crate::output::gib_short(Some(b))),
-                g.pci_bdf
-                    .as_deref()
-                    .map(|b| format!(", {b}"))
-                    .unwrap_or_default()
-            ),
-        ]);
+        t.add_row(vec![format!("gpu {i}"), gpu_line(g)]);
     }
     if let Some(j) = &p.jetson {
         t.add_row(vec![
