@@ -5,6 +5,7 @@
 //! | class / condition                    | path                           |
 //! |--------------------------------------|--------------------------------|
 //! | `npu_phone`, HTP architecture sure   | `export-qnn-w8a16`             |
+//! | GPU below compute capability 7.0     | planned on its CPU (rows below)|
 //! | `cuda_discrete`, `jetson`            | `bf16`, or `fp16` without bf16 |
 //! | `arm64_cpu`, or `npu_phone` unsure   | `w4a16-tinygemm` (unverified)  |
 //! | `x86_cpu`, AMX-INT8 usable, speed    | `w4a8-amx`                     |
@@ -46,6 +47,7 @@ pub fn decide(profile: &Profile, priority: impl Into<Priority>, catalog: &Catalo
     let mut lost: Lost = Vec::new();
 
     let route = npu_route(profile, &origin, &mut trace);
+    let route = gpu_route(profile, route, &origin, &mut trace);
     let chosen = match route {
         HardwareClass::NpuPhone => choose_npu(profile, &origin, &mut trace, &mut lost),
         HardwareClass::CudaDiscrete | HardwareClass::Jetson => {
@@ -58,6 +60,15 @@ pub fn decide(profile: &Profile, priority: impl Into<Priority>, catalog: &Catalo
     let spec = catalog.path(chosen);
     let (verified, verified_basis) = verification(profile, route, chosen, spec.verified_for(route));
     let mut notes = spec.notes_for(route);
+    if route != class && matches!(class, HardwareClass::CudaDiscrete | HardwareClass::Jetson) {
+        notes.insert(
+            0,
+            format!(
+                "The GPU (compute capability {}) is below the 7.0 that vLLM's CUDA backend needs, so this plan is for the device's CPU; the GPU is left unused.",
+                max_known_compute_capability(profile).map_or_else(|| "unknown".into(), |(_, s)| s)
+            ),
+        );
+    }
     notes.extend(cpu_caveats(profile, route, &origin, &mut trace));
     let (engine_kwargs, step) = engine_kwargs(spec, catalog);
     trace.push(step);
@@ -119,6 +130,71 @@ fn npu_route(profile: &Profile, origin: &str, trace: &mut Vec<Step>) -> Hardware
         ],
     });
     HardwareClass::Arm64Cpu
+}
+
+/// vLLM's CUDA backend needs compute capability 7.0 (Volta) or newer (its GPU
+/// installation requirements).
+const VLLM_MIN_COMPUTE_CAPABILITY: f64 = 7.0;
+
+/// The class the rules route on for a GPU device: one whose every NVIDIA GPU (or Jetson
+/// GPU) has a known compute capability below vLLM's minimum cannot serve through vLLM's
+/// CUDA backend, so it is planned on its CPU (vLLM's CPU backend), like an NPU phone whose
+/// NPU is not usable. An unknown compute capability keeps the GPU route.
+fn gpu_route(
+    profile: &Profile,
+    route: HardwareClass,
+    origin: &str,
+    trace: &mut Vec<Step>,
+) -> HardwareClass {
+    if !matches!(route, HardwareClass::CudaDiscrete | HardwareClass::Jetson) {
+        return route;
+    }
+    let Some((best, shown)) = max_known_compute_capability(profile) else {
+        return route;
+    };
+    if best >= VLLM_MIN_COMPUTE_CAPABILITY {
+        return route;
+    }
+    let cpu = match profile.arch {
+        crate::profile::Arch::Aarch64 => HardwareClass::Arm64Cpu,
+        crate::profile::Arch::X86_64 => HardwareClass::X86Cpu,
+    };
+    trace.push(Step {
+        rule: "vllm_min_compute_capability".into(),
+        outcome: format!(
+            "compute capability {shown} is below the 7.0 vLLM's CUDA backend needs: the GPU cannot serve through vLLM, so the device's {} CPU is planned instead (vLLM's CPU backend)",
+            profile.arch.as_str()
+        ),
+        facts: vec![fact(
+            "gpus[].compute_capability / jetson.compute_capability (highest known)",
+            json!(shown),
+            origin.to_string(),
+        )],
+    });
+    cpu
+}
+
+/// The highest compute capability among the NVIDIA GPUs and the Jetson GPU, when every one
+/// of them is known (`None` if any is unknown or there is none).
+fn max_known_compute_capability(profile: &Profile) -> Option<(f64, String)> {
+    let mut ccs: Vec<Option<String>> = profile
+        .gpus
+        .iter()
+        .filter(|g| g.vendor.eq_ignore_ascii_case("nvidia"))
+        .map(|g| g.compute_capability.clone())
+        .collect();
+    if let Some(j) = profile.jetson.as_ref() {
+        ccs.push(j.compute_capability.clone());
+    }
+    let parsed: Option<Vec<(f64, String)>> = ccs
+        .into_iter()
+        .map(|c| {
+            let s = c?;
+            let v = s.trim().parse::<f64>().ok().filter(|v| v.is_finite())?;
+            Some((v, s))
+        })
+        .collect();
+    parsed?.into_iter().max_by(|a, b| a.0.total_cmp(&b.0))
 }
 
 /// The probe's CPU caveats (no AVX, a 32-bit view), repeated as path notes on CPU routes.
@@ -705,6 +781,49 @@ mod tests {
         assert_eq!(name(&p, Priority::Speed), "bf16");
         p.supports_bf16 = false;
         assert_eq!(name(&p, Priority::Speed), "fp16");
+    }
+
+    #[test]
+    fn gpus_below_vllms_compute_capability_are_planned_on_the_cpu() {
+        let c = Catalog::builtin();
+        let mut p = x86(&[], None);
+        p.hardware_class = HardwareClass::CudaDiscrete;
+        let gpu = |cc: Option<&str>| crate::profile::Gpu {
+            vendor: "nvidia".into(),
+            compute_capability: cc.map(String::from),
+            ..Default::default()
+        };
+        // A Pascal card alone: the host's x86 CPU is planned, and the plan says why.
+        p.gpus = vec![gpu(Some("6.1"))];
+        let plan = decide(&p, Priority::Speed, &c);
+        assert_eq!(plan.path.name, "w4a16-tinygemm");
+        assert!(
+            plan.explain
+                .iter()
+                .any(|s| s.rule == "vllm_min_compute_capability")
+        );
+        assert!(plan.path.notes[0].contains("compute capability 6.1"));
+        assert_eq!(plan.hardware_class, HardwareClass::CudaDiscrete);
+        // Beside a usable card, or with any card unknown, the GPU route stays.
+        p.gpus = vec![gpu(Some("6.1")), gpu(Some("8.0"))];
+        assert_eq!(name(&p, Priority::Speed), "fp16");
+        p.gpus = vec![gpu(Some("6.1")), gpu(None)];
+        assert_eq!(name(&p, Priority::Speed), "fp16");
+        p.gpus = vec![gpu(Some("7.0"))];
+        assert_eq!(name(&p, Priority::Speed), "fp16");
+        // A Jetson TX1 (Maxwell, 5.3): its Arm CPU.
+        p.gpus.clear();
+        p.arch = crate::profile::Arch::Aarch64;
+        p.hardware_class = HardwareClass::Jetson;
+        p.jetson = Some(crate::profile::Jetson {
+            compute_capability: Some("5.3".into()),
+            ..Default::default()
+        });
+        let tx1 = decide(&p, Priority::Speed, &c);
+        assert_eq!(tx1.path.name, "w4a16-tinygemm");
+        assert!(tx1.path.notes[0].contains("5.3"));
+        p.jetson.as_mut().unwrap().compute_capability = Some("8.7".into());
+        assert_eq!(name(&p, Priority::Speed), "bf16");
     }
 
     #[test]
