@@ -1,6 +1,29 @@
-//! Usage errors and the version line.
+//! The outside contract from the user's side: usage errors, the version line, and bad
+//! input met the way a hostile, careful user would meet it (binary, huge, contradictory
+//! or missing files, `--save` over the input, `--dump` into a tree that holds data),
+//! each a one-line error naming the input with the documented exit code, never a panic,
+//! and never a change to what the user gave.
 
-use crate::util::edgeplan;
+use crate::util::{edgeplan, fixture};
+
+/// `bench --quick` on the fake executor (no kernel is timed) with the tiny model.
+fn fake_bench() -> assert_cmd::Command {
+    let mut cmd = edgeplan();
+    cmd.env("EDGEPLAN_BENCH_EXECUTOR", "fake")
+        .args(["bench", "--quick", "--model-config"])
+        .arg(fixture("bench/tiny-config.json"));
+    cmd
+}
+
+/// The one stderr line of a failed command: it names `input` and is not a panic.
+fn one_line_naming(stderr: &[u8], input: &str) -> String {
+    let text = String::from_utf8_lossy(stderr).into_owned();
+    assert_eq!(text.lines().count(), 1, "not one line: {text}");
+    assert!(text.starts_with("edgeplan: "), "{text}");
+    assert!(text.contains(input), "does not name {input}: {text}");
+    assert!(!text.contains("panicked"), "{text}");
+    text
+}
 
 #[test]
 fn unknown_subcommand_is_usage_error_2() {
@@ -77,4 +100,156 @@ fn the_bash_completion_script_loads_in_bash() {
         "{}",
         String::from_utf8_lossy(&status.stderr)
     );
+}
+
+#[test]
+fn a_binary_profile_or_model_config_is_bad_data_65_not_an_io_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("binary.json");
+    std::fs::write(&binary, [0x7b, 0xff, 0xfe, 0x00, 0x80]).unwrap();
+    let out = fake_bench().arg("--profile").arg(&binary).output().unwrap();
+    assert_eq!(out.status.code(), Some(65));
+    assert!(out.stdout.is_empty());
+    let line = one_line_naming(&out.stderr, "binary.json");
+    assert!(line.contains("not UTF-8"), "{line}");
+    let out = edgeplan()
+        .args(["plan", "--format", "json", "--context", "4096", "--model"])
+        .arg(&binary)
+        .arg("--profile")
+        .arg(fixture("profiles/x86-spr-amx.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(65));
+    one_line_naming(&out.stderr, "binary.json");
+}
+
+#[test]
+fn bench_refuses_a_profile_plan_refuses() {
+    // x86_cpu on aarch64: plan says 65; bench used to time kernels against it.
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("profiles/x86-spr-amx.json")).unwrap();
+    let contradictory = dir.path().join("contradictory.json");
+    std::fs::write(
+        &contradictory,
+        text.replace("\"arch\": \"x86_64\"", "\"arch\": \"aarch64\""),
+    )
+    .unwrap();
+    edgeplan()
+        .args(["plan", "--profile"])
+        .arg(&contradictory)
+        .assert()
+        .code(65);
+    let out = fake_bench()
+        .arg("--profile")
+        .arg(&contradictory)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(65));
+    assert!(out.stdout.is_empty());
+    let line = one_line_naming(&out.stderr, "contradictory.json");
+    assert!(line.contains("contradicts arch aarch64"), "{line}");
+    // Empty stdin reads as plan says it.
+    let out = fake_bench().args(["--profile", "-"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(65));
+    let line = one_line_naming(&out.stderr, "stdin");
+    assert!(line.contains("empty input"), "{line}");
+}
+
+#[test]
+fn an_oversized_profile_or_model_config_is_refused_before_it_is_read_whole() {
+    // A sparse file past the 64 MiB cap (no disk used): refused by size, as plan's
+    // reader does, instead of read whole (as /dev/zero would be, until the host kills it).
+    let dir = tempfile::tempdir().unwrap();
+    let huge = dir.path().join("huge.json");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len((64 << 20) + 1)
+        .unwrap();
+    let out = fake_bench().arg("--profile").arg(&huge).output().unwrap();
+    assert_eq!(out.status.code(), Some(65));
+    let line = one_line_naming(&out.stderr, "huge.json");
+    assert!(line.contains("more than 64 MiB"), "{line}");
+    let out = edgeplan()
+        .args(["plan", "--context", "4096", "--model"])
+        .arg(&huge)
+        .arg("--profile")
+        .arg(fixture("profiles/x86-spr-amx.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(65));
+    let line = one_line_naming(&out.stderr, "huge.json");
+    assert!(line.contains("more than 16 MiB"), "{line}");
+}
+
+#[test]
+fn bench_save_over_its_input_keeps_every_field_it_does_not_know() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut profile: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("bench/host-epyc-avx2.json")).unwrap(),
+    )
+    .unwrap();
+    // A newer 1.x edgeplan's fields, at the top and inside a known object.
+    profile["fleet_tags"] = serde_json::json!({"rack": "b7", "owner": "ops"});
+    profile["cpu"]["microcode"] = serde_json::json!("0xa201016");
+    let path = dir.path().join("host.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&profile).unwrap()).unwrap();
+    let out = fake_bench()
+        .arg("--profile")
+        .arg(&path)
+        .arg("--save")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("updated in place"), "{stderr}");
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(saved["fleet_tags"], profile["fleet_tags"]);
+    assert_eq!(saved["cpu"]["microcode"], "0xa201016");
+    assert_eq!(saved["cpu"]["model_name"], profile["cpu"]["model_name"]);
+    assert!(saved["measurements"]["bench"]["results"].is_array());
+    // Nothing but the profile is left in the directory (no temporary file).
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("host.json")]);
+    // It still plans, with its measurements.
+    edgeplan()
+        .args(["plan", "--format", "json", "--profile"])
+        .arg(&path)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("\"measured\": {"));
+}
+
+#[test]
+fn bench_save_that_cannot_be_written_leaves_everything_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("host.json");
+    std::fs::copy(fixture("bench/host-epyc-avx2.json"), &input).unwrap();
+    let before = std::fs::read(&input).unwrap();
+    for save in [
+        dir.path().join("missing/dir/out.json"),
+        dir.path().to_path_buf(),
+    ] {
+        let out = fake_bench()
+            .arg("--profile")
+            .arg(&input)
+            .arg("--save")
+            .arg(&save)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(74), "{}", save.display());
+        assert!(out.stdout.is_empty(), "no run is spent before the check");
+        one_line_naming(&out.stderr, "--save");
+    }
+    assert_eq!(std::fs::read(&input).unwrap(), before);
+    assert!(!dir.path().join("missing").exists());
 }

@@ -10,6 +10,7 @@ pub mod bench;
 pub mod check;
 pub mod plan;
 pub mod probe;
+mod profile_copy;
 pub mod schema;
 
 use std::path::PathBuf;
