@@ -253,3 +253,46 @@ fn bench_save_that_cannot_be_written_leaves_everything_as_it_was() {
     assert_eq!(std::fs::read(&input).unwrap(), before);
     assert!(!dir.path().join("missing").exists());
 }
+
+#[test]
+fn probe_dump_never_writes_into_a_directory_that_holds_files() {
+    // Dumping into the tree being read used to rewrite it file by file (with redacted
+    // copies) until it failed half-way; any non-empty directory is refused up front.
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    let cpuinfo = std::fs::read(fixture("sysroots/arm64-rpi5/proc/cpuinfo")).unwrap();
+    std::fs::create_dir_all(tree.join("proc")).unwrap();
+    std::fs::write(tree.join("proc/cpuinfo"), &cpuinfo).unwrap();
+    let keep = dir.path().join("notes");
+    std::fs::create_dir_all(&keep).unwrap();
+    std::fs::write(keep.join("proc"), b"mine").unwrap();
+    for target in [&tree, &keep] {
+        let out = edgeplan()
+            .args(["probe", "--format", "json", "--sysroot"])
+            .arg(&tree)
+            .arg("--dump")
+            .arg(target)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(74));
+        assert!(out.stdout.is_empty());
+        let line = one_line_naming(&out.stderr, "--dump");
+        assert!(line.contains("not empty"), "{line}");
+    }
+    assert_eq!(std::fs::read(tree.join("proc/cpuinfo")).unwrap(), cpuinfo);
+    assert_eq!(std::fs::read(keep.join("proc")).unwrap(), b"mine");
+    assert_eq!(std::fs::read_dir(&tree).unwrap().count(), 1);
+    // A new or empty directory is fine.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    for target in [empty, dir.path().join("new/deeper")] {
+        edgeplan()
+            .args(["probe", "--format", "json", "--sysroot"])
+            .arg(&tree)
+            .arg("--dump")
+            .arg(&target)
+            .assert()
+            .success();
+        assert!(target.join("proc/cpuinfo").exists());
+    }
+}
