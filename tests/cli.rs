@@ -296,3 +296,59 @@ fn probe_dump_never_writes_into_a_directory_that_holds_files() {
         assert!(target.join("proc/cpuinfo").exists());
     }
 }
+
+#[test]
+fn a_failed_write_to_stdout_names_stdout_and_is_74() {
+    // /dev/full: every write fails with ENOSPC. The error used to read "edgeplan: No
+    // space left on device (os error 28)", naming nothing.
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        return; // not Linux
+    };
+    let profile = fixture("profiles/x86-spr-amx.json");
+    let sysroot = fixture("sysroots/x86-spr-amx");
+    let manifest = fixture("expect.toml");
+    let cases: Vec<Vec<&std::ffi::OsStr>> = vec![
+        vec!["plan".as_ref(), "--profile".as_ref(), profile.as_os_str()],
+        vec![
+            "plan".as_ref(),
+            "--format".as_ref(),
+            "json".as_ref(),
+            "--profile".as_ref(),
+            profile.as_os_str(),
+        ],
+        vec!["probe".as_ref(), "--sysroot".as_ref(), sysroot.as_os_str()],
+        vec!["check".as_ref(), manifest.as_os_str()],
+        vec!["schema".as_ref(), "plan".as_ref()],
+    ];
+    for args in cases {
+        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("edgeplan"))
+            .args(&args)
+            .stdout(full.try_clone().unwrap())
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(74), "{args:?}");
+        let line = one_line_naming(&out.stderr, "stdout: cannot write");
+        assert!(line.contains("No space left"), "{args:?}: {line}");
+    }
+}
+
+#[test]
+fn a_reader_that_stops_early_is_not_an_error() {
+    // `edgeplan plan ... | head -1`: the output (200 KB) is larger than a pipe holds, so
+    // the writer meets the closed pipe whenever the reader goes; that is exit 0, silent.
+    let dir = fixture("profiles");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("edgeplan"))
+        .args(["plan", "--format", "jsonl"])
+        .args(["--profile", dir.to_str().unwrap()].repeat(3))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 1];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}

@@ -117,8 +117,7 @@ pub fn run(request: PlanRequest) -> anyhow::Result<Exit> {
     // memory (the table's fleet view keeps one short row per device). The one-device
     // formats are held until the end: env, args and script feed `eval` and `$(...)`, so
     // they are printed only on success and a failing command leaves a script nothing.
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut out = crate::output::stdout();
     let mut held: Vec<u8> = Vec::new();
     let mut first_error = None;
     let mut mismatch = false;
