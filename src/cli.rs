@@ -222,7 +222,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N")]
     pub rounds: Option<usize>,
     /// Seconds of paired rounds after which no new round starts.
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub budget: Option<String>,
     /// The profile to plan against, `-` for stdin (default: probe the live host).
     #[arg(long, value_name = "FILE|-")]
@@ -308,6 +308,14 @@ fn probe_request(args: ProbeArgs) -> ProbeRequest {
 
 /// Usage errors (2) for bad memory-fit flags; the model itself is loaded by the command.
 fn plan_request(args: PlanArgs) -> anyhow::Result<PlanRequest> {
+    // stdin can be read once: a second `-` would read nothing and report it as an
+    // empty profile (65) after planning the first.
+    let stdin_count = args.profile.iter().filter(|p| p.as_os_str() == "-").count();
+    if stdin_count > 1 {
+        return Err(usage(format!(
+            "--profile - is given {stdin_count} times; stdin can be read once (put every profile on it as JSON Lines)"
+        )));
+    }
     let source = match (args.profile.is_empty(), args.sysroot) {
         (false, _) => Source::Profiles(args.profile),
         (true, Some(dir)) => Source::Sysroot(dir),

@@ -352,3 +352,45 @@ fn a_reader_that_stops_early_is_not_an_error() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
+
+#[test]
+fn stdin_named_twice_and_a_negative_budget_are_usage_errors_naming_the_flag() {
+    let profile = std::fs::read(fixture("profiles/x86-spr-amx.json")).unwrap();
+    // The second `-` used to find stdin drained: a plan on stdout, then exit 65.
+    let out = edgeplan()
+        .args(["plan", "--profile", "-", "--profile", "-"])
+        .write_stdin(profile)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    one_line_naming(&out.stderr, "--profile - is given 2 times");
+    // `--budget -1` was clap's "unexpected argument '-1' found" (the value taken for a
+    // flag); the bench's own range check now answers.
+    let out = fake_bench().args(["--budget", "-1"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    one_line_naming(&out.stderr, "--budget -1");
+}
+
+#[test]
+fn too_many_sequences_is_told_how_many_fit_not_that_no_kv_fits() {
+    // 100000 sequences of 4096 tokens on a 220 GiB budget: the KV cache has room for
+    // hundreds of sequences, but the advice used to say "not one token of KV cache
+    // fits next to the weights".
+    let out = edgeplan()
+        .args(["plan", "--format", "json", "--model", "qwen3-1.7b"])
+        .args(["--context", "4096", "--concurrency", "100000", "--profile"])
+        .arg(fixture("profiles/x86-spr-amx.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let most = plan["memory"]["max_concurrency"].as_u64().unwrap();
+    assert!(most > 1, "{}", plan["memory"]);
+    let line = one_line_naming(&out.stderr, "x86-spr-amx");
+    assert!(
+        line.contains(&format!("what fits: --concurrency {most} at 4096 tokens")),
+        "{line}"
+    );
+    assert!(!line.contains("not one token"), "{line}");
+}
