@@ -244,7 +244,7 @@ pub struct BenchArgs {
 /// The parsed command line as the request its command runs.
 pub(crate) fn resolve(cli: Cli) -> anyhow::Result<Request> {
     Ok(match cli.command {
-        Command::Probe(args) => Request::Probe(probe_request(args)),
+        Command::Probe(args) => Request::Probe(probe_request(args)?),
         Command::Plan(args) => Request::Plan(plan_request(args)?),
         Command::Check(args) => Request::Check(CheckRequest {
             manifest: args.manifest,
@@ -295,15 +295,21 @@ fn man_page() -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
-fn probe_request(args: ProbeArgs) -> ProbeRequest {
-    ProbeRequest {
+fn probe_request(args: ProbeArgs) -> anyhow::Result<ProbeRequest> {
+    // `-` means stdin or stdout everywhere else; here it would be a directory named `-`.
+    if args.dump.as_ref().is_some_and(|p| p.as_os_str() == "-") {
+        return Err(usage(
+            "--dump -: give a directory name (a dump is a tree of files, not a stream)",
+        ));
+    }
+    Ok(ProbeRequest {
         sysroot: args.sysroot,
         format: args.format.map(|f| match f {
             ProbeFormatArg::Json => ProbeFormat::Json,
             ProbeFormatArg::Table => ProbeFormat::Table,
         }),
         dump: args.dump,
-    }
+    })
 }
 
 /// Usage errors (2) for bad memory-fit flags; the model itself is loaded by the command.
@@ -407,6 +413,12 @@ fn bench_request(args: BenchArgs) -> anyhow::Result<BenchCommand> {
     }
     if args.threads == Some(0) {
         return Err(usage("--threads 0: at least one thread is needed"));
+    }
+    // `-` means stdin or stdout everywhere else; here it would be a file named `-`.
+    if args.save.as_ref().is_some_and(|p| p.as_os_str() == "-") {
+        return Err(usage(
+            "--save -: give a file name (the report itself is on stdout; --format json writes it as JSON)",
+        ));
     }
     if args.prefill_tokens == 0 || args.prefill_tokens > MAX_PREFILL_TOKENS {
         return Err(usage(format!(

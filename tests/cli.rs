@@ -394,3 +394,28 @@ fn too_many_sequences_is_told_how_many_fit_not_that_no_kv_fits() {
     );
     assert!(!line.contains("not one token"), "{line}");
 }
+
+#[test]
+fn dash_is_no_file_name_for_save_or_dump() {
+    // `bench --save -` wrote a file named `-` in the working directory.
+    let dir = tempfile::tempdir().unwrap();
+    let out = fake_bench()
+        .arg("--profile")
+        .arg(fixture("bench/host-epyc-avx2.json"))
+        .args(["--save", "-"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    one_line_naming(&out.stderr, "--save -");
+    let out = edgeplan()
+        .args(["probe", "--format", "json", "--sysroot"])
+        .arg(fixture("sysroots/arm64-rpi5"))
+        .args(["--dump", "-"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    one_line_naming(&out.stderr, "--dump -");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
