@@ -88,12 +88,16 @@ pub fn io_error(message: impl Into<String>) -> anyhow::Error {
 }
 
 /// Maps an `std::io::Error` met while reading `what` to the right code: 66 when the
-/// file does not exist, 65 when its bytes are not UTF-8 text (`read_to_string`'s
+/// file does not exist (or is a directory where a file belongs, as `--sysroot FILE` is
+/// 66 the other way round), 65 when its bytes are not UTF-8 text (`read_to_string`'s
 /// `InvalidData`: bad input data, as a binary profile is), 74 otherwise.
 pub fn read_error(what: &std::path::Path, err: &std::io::Error) -> anyhow::Error {
     let shown = what.display();
     match err.kind() {
         std::io::ErrorKind::NotFound => no_input(format!("{shown}: no such file or directory")),
+        std::io::ErrorKind::IsADirectory => {
+            no_input(format!("{shown}: is a directory; give a file"))
+        }
         std::io::ErrorKind::InvalidData => data_error(format!("{shown}: not UTF-8 text")),
         _ => io_error(format!("{shown}: cannot read: {err}")),
     }

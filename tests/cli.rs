@@ -419,3 +419,40 @@ fn dash_is_no_file_name_for_save_or_dump() {
     one_line_naming(&out.stderr, "--dump -");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+#[test]
+fn a_directory_where_a_file_belongs_is_66_naming_it() {
+    // Was 74 "cannot read: Is a directory (os error 21)", an I/O failure; it is a
+    // missing input file, as `--sysroot FILE` is 66 the other way round.
+    let dir = tempfile::tempdir().unwrap();
+    let profile = fixture("profiles/x86-spr-amx.json");
+    let runs: Vec<assert_cmd::Command> = vec![
+        {
+            let mut c = edgeplan();
+            c.args(["plan", "--context", "4096", "--model"])
+                .arg(dir.path())
+                .arg("--profile")
+                .arg(&profile);
+            c
+        },
+        {
+            let mut c = edgeplan();
+            c.args(["plan", "--catalog"])
+                .arg(dir.path())
+                .arg("--profile")
+                .arg(&profile);
+            c
+        },
+        {
+            let mut c = fake_bench();
+            c.arg("--profile").arg(dir.path());
+            c
+        },
+    ];
+    for mut cmd in runs {
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(66), "{cmd:?}");
+        let line = one_line_naming(&out.stderr, &dir.path().display().to_string());
+        assert!(line.contains("is a directory"), "{line}");
+    }
+}
