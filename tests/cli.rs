@@ -448,6 +448,11 @@ fn a_directory_where_a_file_belongs_is_66_naming_it() {
             c.arg("--profile").arg(dir.path());
             c
         },
+        {
+            let mut c = edgeplan();
+            c.arg("check").arg(dir.path());
+            c
+        },
     ];
     for mut cmd in runs {
         let out = cmd.output().unwrap();

@@ -81,7 +81,7 @@ pub fn read_manifest(path: &Path, catalog: &Catalog) -> anyhow::Result<Vec<Case>
     let shown = path.display().to_string();
     let meta = std::fs::metadata(path).map_err(|e| read_error(path, &e))?;
     if meta.is_dir() {
-        return Err(data_error(format!(
+        return Err(crate::error::no_input(format!(
             "{shown}: is a directory; give the manifest file (e.g. fixtures/expect.toml)"
         )));
     }
