@@ -461,3 +461,43 @@ fn a_directory_where_a_file_belongs_is_66_naming_it() {
         assert!(line.contains("is a directory"), "{line}");
     }
 }
+
+#[test]
+fn a_label_with_newlines_cannot_put_a_command_into_the_build_script() {
+    // The label went into the script's header comment as is: "rack1\ntouch X" ended the
+    // comment and ran `touch X` when the script ran.
+    let dir = tempfile::tempdir().unwrap();
+    let mut profile: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("profiles/x86-spr-amx.json")).unwrap(),
+    )
+    .unwrap();
+    profile["label"] = serde_json::json!("rack1\ntouch INJECTED\r\n# ");
+    let file = dir.path().join("labelled.json");
+    std::fs::write(&file, profile.to_string()).unwrap();
+    let out = edgeplan()
+        .args(["plan", "--format", "script", "--profile"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let script = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        script.lines().all(|l| !l.starts_with("touch")),
+        "{}",
+        &script[..300]
+    );
+    assert!(
+        script.contains("for rack1 touch INJECTED"),
+        "{}",
+        &script[..300]
+    );
+    // Run it: it stops at its own argument check, and nothing was injected.
+    let run = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(!run.status.success());
+    assert!(!dir.path().join("INJECTED").exists());
+}
