@@ -501,3 +501,60 @@ fn a_label_with_newlines_cannot_put_a_command_into_the_build_script() {
     assert!(!run.status.success());
     assert!(!dir.path().join("INJECTED").exists());
 }
+
+#[test]
+fn a_class_without_its_evidence_or_a_usable_feature_the_cpu_lacks_is_65() {
+    // Each was planned as if the hardware were there: a GPU plan with no GPU, the NPU
+    // export for an x86 server, W4A8-AMX on a CPU whose profile says it has no AMX.
+    let dir = tempfile::tempdir().unwrap();
+    let edit = |fixture_name: &str, name: &str, f: &dyn Fn(&mut serde_json::Value)| {
+        let mut p: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(fixture(&format!("profiles/{fixture_name}.json"))).unwrap(),
+        )
+        .unwrap();
+        f(&mut p);
+        let path = dir.path().join(format!("{name}.json"));
+        std::fs::write(&path, p.to_string()).unwrap();
+        path
+    };
+    let cases = [
+        (
+            edit("x86-h100-server", "no-gpu", &|p| {
+                p["gpus"] = serde_json::json!([])
+            }),
+            "no NVIDIA GPU in gpus",
+        ),
+        (
+            edit("jetson-orin-agx", "no-jetson", &|p| {
+                p["jetson"] = serde_json::Value::Null
+            }),
+            "jetson is null",
+        ),
+        (
+            edit("x86-spr-amx", "x86-phone", &|p| {
+                p["hardware_class"] = "npu_phone".into()
+            }),
+            "android.npu is null",
+        ),
+        (
+            edit("x86-spr-amx", "amx-not-cpu", &|p| {
+                p["cpu"]["features"]["amx_int8"] =
+                    serde_json::json!({"cpu": false, "os": null, "usable": true})
+            }),
+            "cpu.features.amx_int8 is usable but",
+        ),
+    ];
+    for (path, why) in cases {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let out = edgeplan()
+            .args(["plan", "--format", "env", "--profile"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(65), "{name}");
+        assert!(out.stdout.is_empty(), "{name}");
+        let line = one_line_naming(&out.stderr, &name);
+        assert!(line.contains(why), "{line}");
+        fake_bench().arg("--profile").arg(&path).assert().code(65);
+    }
+}

@@ -392,6 +392,39 @@ pub fn check_consistent(profile: Profile, origin: &str) -> anyhow::Result<Profil
             arch.as_str()
         )));
     }
+    // The class is decided from these objects (contract.md's class table); a class
+    // without its evidence would plan for hardware the profile does not have.
+    let missing = match class {
+        HardwareClass::CudaDiscrete if !profile.gpus.iter().any(|g| g.vendor == "nvidia") => {
+            Some("no NVIDIA GPU in gpus")
+        }
+        HardwareClass::Jetson if profile.jetson.is_none() => Some("jetson is null"),
+        HardwareClass::NpuPhone
+            if profile
+                .android
+                .as_ref()
+                .and_then(|a| a.npu.as_ref())
+                .is_none() =>
+        {
+            Some("android.npu is null")
+        }
+        _ => None,
+    };
+    if let Some(missing) = missing {
+        return Err(data_error(format!(
+            "{origin}: hardware_class {class} contradicts the profile: {missing}; re-run `edgeplan probe` or fix the profile"
+        )));
+    }
+    if let Some((name, _)) = profile
+        .cpu
+        .features
+        .iter()
+        .find(|(_, f)| f.usable && (!f.cpu || f.os == Some(false)))
+    {
+        return Err(data_error(format!(
+            "{origin}: cpu.features.{name} is usable but its cpu or os is false; re-run `edgeplan probe` or fix the profile"
+        )));
+    }
     if profile.cpu.usable_threads == Some(0) {
         return Err(data_error(format!(
             "{origin}: cpu.usable_threads is 0; a host runs at least one thread"
