@@ -558,3 +558,21 @@ fn a_class_without_its_evidence_or_a_usable_feature_the_cpu_lacks_is_65() {
         fake_bench().arg("--profile").arg(&path).assert().code(65);
     }
 }
+
+#[test]
+fn two_pretty_profiles_in_one_file_are_told_about_json_lines() {
+    // `cat a.json b.json > fleet.json` said only "trailing characters at line 351".
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = std::fs::read_to_string(fixture("profiles/x86-spr-amx.json")).unwrap();
+    text.push_str(&std::fs::read_to_string(fixture("profiles/arm64-rpi5.json")).unwrap());
+    let file = dir.path().join("fleet.json");
+    std::fs::write(&file, text).unwrap();
+    let out = edgeplan()
+        .args(["plan", "--profile"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(65));
+    let line = one_line_naming(&out.stderr, "fleet.json");
+    assert!(line.contains("one per line, as JSON Lines"), "{line}");
+}

@@ -238,10 +238,18 @@ fn read_stream(
         let item = match utf8(&text, shown) {
             Ok(text) => match serde_json::from_str::<IgnoredAny>(text) {
                 Ok(_) => parse_item(text, shown, stem, shown, None),
-                Err(e) => Err(whole(
-                    shown,
-                    data_error(format!("{shown}: not valid JSON: {e}")),
-                )),
+                Err(e) => {
+                    // `cat a.json b.json`: a second pretty document after the first.
+                    let hint = if e.to_string().starts_with("trailing characters") {
+                        " (several profiles in one file go one per line, as JSON Lines: `jq -c . a.json b.json`)"
+                    } else {
+                        ""
+                    };
+                    Err(whole(
+                        shown,
+                        data_error(format!("{shown}: not valid JSON: {e}{hint}")),
+                    ))
+                }
             },
             Err(e) => Err(whole(shown, e)),
         };
