@@ -252,6 +252,22 @@ fn bench_save_that_cannot_be_written_leaves_everything_as_it_was() {
     }
     assert_eq!(std::fs::read(&input).unwrap(), before);
     assert!(!dir.path().join("missing").exists());
+    // A read-only file is not replaced (the atomic rename would manage it, even
+    // without root).
+    let mut mode = std::fs::metadata(&input).unwrap().permissions();
+    mode.set_readonly(true);
+    std::fs::set_permissions(&input, mode).unwrap();
+    let out = fake_bench()
+        .arg("--profile")
+        .arg(&input)
+        .arg("--save")
+        .arg(&input)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(74));
+    let line = one_line_naming(&out.stderr, "read-only");
+    assert!(line.contains("--save"), "{line}");
+    assert_eq!(std::fs::read(&input).unwrap(), before);
 }
 
 #[test]

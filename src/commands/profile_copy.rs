@@ -188,6 +188,14 @@ pub fn check_writable(path: &Path, flag: &str) -> anyhow::Result<()> {
             path.display()
         )));
     }
+    // The atomic replace would succeed over a read-only file (it needs only the
+    // directory): the mode is the user's "do not change this", so it is honoured.
+    if std::fs::metadata(path).is_ok_and(|m| m.permissions().readonly()) {
+        return Err(io_error(format!(
+            "{flag} {}: cannot write: the file is read-only",
+            path.display()
+        )));
+    }
     let probe = temp_beside(&real_target(path));
     std::fs::File::create(&probe).map_err(fail)?;
     let _ = std::fs::remove_file(&probe);
