@@ -93,7 +93,7 @@ pub struct ProbeArgs {
     /// Output format (default: table on a terminal, json otherwise).
     #[arg(long, value_enum)]
     pub format: Option<ProbeFormatArg>,
-    /// Copy every file the probe reads into DIR (serials and UUIDs redacted), for --sysroot.
+    /// Copy every file the probe reads into DIR, a new or empty directory (serials and UUIDs redacted), for --sysroot.
     #[arg(long, value_name = "DIR")]
     pub dump: Option<PathBuf>,
 }
@@ -233,7 +233,7 @@ pub struct BenchArgs {
     /// Exit 1 when the measurements contradict the plan.
     #[arg(long)]
     pub strict: bool,
-    /// Write the measurements into a copy of the profile at FILE.
+    /// Write the measurements into a copy of the profile at FILE (the --profile file itself updates it in place; unknown fields are kept).
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
     /// Output format.
