@@ -592,3 +592,20 @@ fn two_pretty_profiles_in_one_file_are_told_about_json_lines() {
     let line = one_line_naming(&out.stderr, "fleet.json");
     assert!(line.contains("one per line, as JSON Lines"), "{line}");
 }
+
+#[test]
+fn a_profile_with_a_utf8_byte_order_mark_reads_as_without() {
+    // Saved by a Windows editor: was "not valid JSON: expected value at line 1 column 1".
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = b"\xEF\xBB\xBF".to_vec();
+    bytes.extend(std::fs::read(fixture("profiles/x86-spr-amx.json")).unwrap());
+    let file = dir.path().join("bom.json");
+    std::fs::write(&file, bytes).unwrap();
+    edgeplan()
+        .args(["plan", "--format", "args", "--profile"])
+        .arg(&file)
+        .assert()
+        .success()
+        .stdout("--quantization gptq\n");
+    fake_bench().arg("--profile").arg(&file).assert().success();
+}

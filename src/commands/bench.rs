@@ -191,12 +191,14 @@ fn load_profile(
         ),
         None => return Ok((crate::probe::live()?, "live probe".to_string(), None)),
     };
+    // A UTF-8 byte-order mark is ignored, as plan ignores it (RFC 8259 §8.1).
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     if text.trim().is_empty() {
         return Err(data_error(format!(
             "{shown}: empty input, no profile in it"
         )));
     }
-    let value: serde_json::Value = serde_json::from_str(&text)
+    let value: serde_json::Value = serde_json::from_str(text)
         .map_err(|e| data_error(format!("{shown}: not valid JSON: {e}")))?;
     let profile = check_consistent(Profile::from_value(value.clone(), &shown)?, &shown)?;
     Ok((profile, shown, Some(value)))

@@ -212,6 +212,11 @@ fn read_stream(
         Ok(found) => found,
         Err(e) => return f(Err(whole(shown, e))),
     };
+    // A UTF-8 byte-order mark (Windows editors write one) is ignored, as RFC 8259 §8.1
+    // allows a parser to.
+    if first.starts_with(b"\xEF\xBB\xBF") {
+        first.drain(..3);
+    }
     if !found {
         let e = data_error(format!("{shown}: empty input, no profile in it"));
         return f(Err(whole(shown, e)));
