@@ -145,6 +145,15 @@ pub fn exit_for(err: &anyhow::Error) -> Exit {
     Exit::Software
 }
 
+/// `text` on one line: control characters (a newline in a profile's label or a file
+/// name, a carriage return) become spaces, so each diagnostic is the one stderr line the
+/// contract promises and a line-oriented reader (a CI log, `grep`) sees it whole.
+pub fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
 /// True when the chain is a closed stdout pipe, which is not an error for a CLI.
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
@@ -196,6 +205,12 @@ mod tests {
         let err = read_text_capped(&dir.join("absent"), "x", 1).unwrap_err();
         assert_eq!(exit_for(&err), Exit::NoInput);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn one_line_turns_control_characters_into_spaces() {
+        assert_eq!(one_line("rack1\ntouch x\r\tend"), "rack1 touch x  end");
+        assert_eq!(one_line("plain: ünïcode"), "plain: ünïcode");
     }
 
     #[test]

@@ -609,3 +609,29 @@ fn a_profile_with_a_utf8_byte_order_mark_reads_as_without() {
         .stdout("--quantization gptq\n");
     fake_bench().arg("--profile").arg(&file).assert().success();
 }
+
+#[test]
+fn a_newline_in_a_label_or_a_file_name_keeps_each_diagnostic_on_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut profile: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("profiles/x86-spr-amx.json")).unwrap(),
+    )
+    .unwrap();
+    profile["label"] = serde_json::json!("rack1\nedgeplan: all good");
+    let file = dir.path().join("labelled.json");
+    std::fs::write(&file, profile.to_string()).unwrap();
+    let out = edgeplan()
+        .args(["plan", "--expect", "bf16", "--profile"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    one_line_naming(&out.stderr, "rack1 edgeplan: all good");
+    let out = edgeplan()
+        .args(["plan", "--profile"])
+        .arg(dir.path().join("missing\nfile.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(66));
+    one_line_naming(&out.stderr, "missing file.json");
+}

@@ -113,7 +113,7 @@ fn finish(
         Outcome::Report { report, warnings } => (report, warnings),
     };
     for warning in &warnings {
-        eprintln!("edgeplan: warning: {warning}");
+        diag!("edgeplan: warning: {warning}");
     }
     let text = if req.json {
         output::json_text(&report)?
@@ -131,19 +131,19 @@ fn finish(
             .is_some_and(|input| same_file(input, path));
         profile_copy::write_atomically(path, &text, "--save")?;
         if in_place {
-            eprintln!(
+            diag!(
                 "edgeplan: measurements saved into the profile {} (updated in place)",
                 path.display()
             );
         } else {
-            eprintln!(
+            diag!(
                 "edgeplan: measurements saved into a copy of the profile at {}",
                 path.display()
             );
         }
     }
     if req.strict && report.verdict.status == Status::Contradicted {
-        eprintln!(
+        diag!(
             "edgeplan: bench --strict: the measurements contradict the plan: {}",
             report.verdict.reason
         );

@@ -6,6 +6,14 @@
 //! types, no clap), calls the domain modules and returns the exit code; errors carry
 //! theirs ([`crate::error::Coded`]) up to `main`.
 
+/// `eprintln!` for diagnostics: the formatted text on one line (see
+/// [`crate::error::one_line`]).
+macro_rules! diag {
+    ($($arg:tt)*) => {
+        eprintln!("{}", $crate::error::one_line(&format!($($arg)*)))
+    };
+}
+
 pub mod bench;
 pub mod check;
 pub mod plan;

@@ -39,11 +39,11 @@ pub fn run(request: ProbeRequest) -> anyhow::Result<Exit> {
     };
     let profile = probe::probe(&sys)?;
     for warning in &profile.warnings {
-        eprintln!("edgeplan: warning: {warning}");
+        diag!("edgeplan: warning: {warning}");
     }
     if let Some(dir) = &request.dump {
         let count = dump::write(&sys, dir)?;
-        eprintln!(
+        diag!(
             "edgeplan: wrote {count} entries to {} (replay with --sysroot {})",
             dir.display(),
             dir.display()
