@@ -23,9 +23,9 @@ use crate::error::{Exit, data_error, io_error, read_text_capped};
 use crate::model::ModelShape;
 use crate::output;
 use crate::plan::input::{MAX_INPUT_BYTES, check_consistent};
+use crate::profile::{HardwareClass, Priority, Profile};
 
 use super::profile_copy;
-use crate::profile::{HardwareClass, Priority, Profile};
 
 /// The environment variable that swaps in the fake executor (tests only).
 pub const EXECUTOR_ENV: &str = "EDGEPLAN_BENCH_EXECUTOR";
