@@ -635,3 +635,26 @@ fn a_newline_in_a_label_or_a_file_name_keeps_each_diagnostic_on_one_line() {
     assert_eq!(out.status.code(), Some(66));
     one_line_naming(&out.stderr, "missing file.json");
 }
+
+#[test]
+fn a_check_case_with_an_empty_profile_path_is_bad_data_not_a_pass() {
+    // `profile = ""` joined to the manifest's directory planned the profiles lying next
+    // to the manifest, and the case passed.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixture("profiles/x86-spr-amx.json"),
+        dir.path().join("x86-spr-amx.json"),
+    )
+    .unwrap();
+    let manifest = dir.path().join("expect.toml");
+    std::fs::write(
+        &manifest,
+        "[[case]]\nprofile = \"\"\npriority = \"speed\"\nexpect = \"w4a8-amx\"\n",
+    )
+    .unwrap();
+    let out = edgeplan().arg("check").arg(&manifest).output().unwrap();
+    assert_eq!(out.status.code(), Some(65));
+    assert!(out.stdout.is_empty());
+    let line = one_line_naming(&out.stderr, "expect.toml:1");
+    assert!(line.contains("profile is empty"), "{line}");
+}

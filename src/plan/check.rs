@@ -124,6 +124,13 @@ pub fn parse_manifest(text: &str, shown: &str, catalog: &Catalog) -> anyhow::Res
                 names.join(", ")
             )));
         }
+        // An empty path joined to the manifest's directory names that directory: the
+        // case would plan whatever profiles lie beside the manifest, and could pass.
+        if raw.profile.trim().is_empty() {
+            return Err(data_error(format!(
+                "{shown}:{line}: bad manifest: profile is empty; give a profile file (or a directory of them) relative to the manifest"
+            )));
+        }
         cases.push(Case {
             profile: raw.profile,
             priority: raw.priority,
