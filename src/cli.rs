@@ -93,7 +93,7 @@ pub struct ProbeArgs {
     /// Output format (default: table on a terminal, json otherwise).
     #[arg(long, value_enum)]
     pub format: Option<ProbeFormatArg>,
-    /// Copy every file the probe reads into DIR (serials and UUIDs redacted), for --sysroot.
+    /// Copy every file the probe reads into DIR, a new or empty directory (serials and UUIDs redacted), for --sysroot.
     #[arg(long, value_name = "DIR")]
     pub dump: Option<PathBuf>,
 }
@@ -222,7 +222,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N")]
     pub rounds: Option<usize>,
     /// Seconds of paired rounds after which no new round starts.
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub budget: Option<String>,
     /// The profile to plan against, `-` for stdin (default: probe the live host).
     #[arg(long, value_name = "FILE|-")]
@@ -233,7 +233,7 @@ pub struct BenchArgs {
     /// Exit 1 when the measurements contradict the plan.
     #[arg(long)]
     pub strict: bool,
-    /// Write the measurements into a copy of the profile at FILE.
+    /// Write the measurements into a copy of the profile at FILE (the --profile file itself updates it in place; unknown fields are kept).
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
     /// Output format.
@@ -244,7 +244,7 @@ pub struct BenchArgs {
 /// The parsed command line as the request its command runs.
 pub(crate) fn resolve(cli: Cli) -> anyhow::Result<Request> {
     Ok(match cli.command {
-        Command::Probe(args) => Request::Probe(probe_request(args)),
+        Command::Probe(args) => Request::Probe(probe_request(args)?),
         Command::Plan(args) => Request::Plan(plan_request(args)?),
         Command::Check(args) => Request::Check(CheckRequest {
             manifest: args.manifest,
@@ -295,19 +295,33 @@ fn man_page() -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
-fn probe_request(args: ProbeArgs) -> ProbeRequest {
-    ProbeRequest {
+fn probe_request(args: ProbeArgs) -> anyhow::Result<ProbeRequest> {
+    // `-` means stdin or stdout everywhere else; here it would be a directory named `-`.
+    if args.dump.as_ref().is_some_and(|p| p.as_os_str() == "-") {
+        return Err(usage(
+            "--dump -: give a directory name (a dump is a tree of files, not a stream)",
+        ));
+    }
+    Ok(ProbeRequest {
         sysroot: args.sysroot,
         format: args.format.map(|f| match f {
             ProbeFormatArg::Json => ProbeFormat::Json,
             ProbeFormatArg::Table => ProbeFormat::Table,
         }),
         dump: args.dump,
-    }
+    })
 }
 
 /// Usage errors (2) for bad memory-fit flags; the model itself is loaded by the command.
 fn plan_request(args: PlanArgs) -> anyhow::Result<PlanRequest> {
+    // stdin can be read once: a second `-` would read nothing and report it as an
+    // empty profile (65) after planning the first.
+    let stdin_count = args.profile.iter().filter(|p| p.as_os_str() == "-").count();
+    if stdin_count > 1 {
+        return Err(usage(format!(
+            "--profile - is given {stdin_count} times; stdin can be read once (put every profile on it as JSON Lines)"
+        )));
+    }
     let source = match (args.profile.is_empty(), args.sysroot) {
         (false, _) => Source::Profiles(args.profile),
         (true, Some(dir)) => Source::Sysroot(dir),
@@ -399,6 +413,12 @@ fn bench_request(args: BenchArgs) -> anyhow::Result<BenchCommand> {
     }
     if args.threads == Some(0) {
         return Err(usage("--threads 0: at least one thread is needed"));
+    }
+    // `-` means stdin or stdout everywhere else; here it would be a file named `-`.
+    if args.save.as_ref().is_some_and(|p| p.as_os_str() == "-") {
+        return Err(usage(
+            "--save -: give a file name (the report itself is on stdout; --format json writes it as JSON)",
+        ));
     }
     if args.prefill_tokens == 0 || args.prefill_tokens > MAX_PREFILL_TOKENS {
         return Err(usage(format!(

@@ -88,13 +88,45 @@ pub fn io_error(message: impl Into<String>) -> anyhow::Error {
 }
 
 /// Maps an `std::io::Error` met while reading `what` to the right code: 66 when the
-/// file does not exist, 74 otherwise.
+/// file does not exist (or is a directory where a file belongs, as `--sysroot FILE` is
+/// 66 the other way round), 65 when its bytes are not UTF-8 text (`read_to_string`'s
+/// `InvalidData`: bad input data, as a binary profile is), 74 otherwise.
 pub fn read_error(what: &std::path::Path, err: &std::io::Error) -> anyhow::Error {
     let shown = what.display();
     match err.kind() {
         std::io::ErrorKind::NotFound => no_input(format!("{shown}: no such file or directory")),
+        std::io::ErrorKind::IsADirectory => {
+            no_input(format!("{shown}: is a directory; give a file"))
+        }
+        std::io::ErrorKind::InvalidData => data_error(format!("{shown}: not UTF-8 text")),
         _ => io_error(format!("{shown}: cannot read: {err}")),
     }
+}
+
+/// Reads the text file at `path`, `what` naming its kind in errors ("profile", "model
+/// config"), refusing more than `max_bytes`: a device file such as `/dev/zero` or a
+/// wrong multi-gigabyte file is one coded error (65), not a read that eats memory until
+/// the host kills it. 66 when missing, 65 when not UTF-8 or too long, 74 otherwise.
+pub fn read_text_capped(
+    path: &std::path::Path,
+    what: &str,
+    max_bytes: u64,
+) -> anyhow::Result<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| read_error(path, &e))?;
+    let mut bytes = Vec::new();
+    file.take(max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| read_error(path, &e))?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(data_error(format!(
+            "{}: more than {} MiB; a {what} is never that large (is this the right file?)",
+            path.display(),
+            max_bytes >> 20
+        )));
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| data_error(format!("{}: {what} is not UTF-8 text", path.display())))
 }
 
 /// The exit code for an error chain: the first [`Coded`] found, else 74 for a bare I/O
@@ -111,6 +143,15 @@ pub fn exit_for(err: &anyhow::Error) -> Exit {
         }
     }
     Exit::Software
+}
+
+/// `text` on one line: control characters (a newline in a profile's label or a file
+/// name, a carriage return) become spaces, so each diagnostic is the one stderr line the
+/// contract promises and a line-oriented reader (a CI log, `grep`) sees it whole.
+pub fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
 }
 
 /// True when the chain is a closed stdout pipe, which is not an error for a CLI.
@@ -141,6 +182,35 @@ mod tests {
         assert_eq!(exit_for(&anyhow::anyhow!("oops")), Exit::Software);
         let io = anyhow::Error::from(std::io::Error::other("disk"));
         assert_eq!(exit_for(&io), Exit::IoErr);
+    }
+
+    #[test]
+    fn capped_reads_code_their_failures() {
+        let dir = std::env::temp_dir().join(format!("edgeplan-read-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let big = dir.join("big");
+        std::fs::write(&big, vec![b'x'; 2 << 20]).unwrap();
+        let err = read_text_capped(&big, "profile", 1 << 20).unwrap_err();
+        assert_eq!(exit_for(&err), Exit::DataErr);
+        assert!(format!("{err}").contains("more than 1 MiB"), "{err}");
+        let binary = dir.join("binary");
+        std::fs::write(&binary, [0xff, 0xfe, 0x00]).unwrap();
+        let err = read_text_capped(&binary, "profile", 1 << 20).unwrap_err();
+        assert_eq!(exit_for(&err), Exit::DataErr);
+        assert!(
+            format!("{err}").ends_with("profile is not UTF-8 text"),
+            "{err}"
+        );
+        assert_eq!(read_text_capped(&big, "x", 2 << 20).unwrap().len(), 2 << 20);
+        let err = read_text_capped(&dir.join("absent"), "x", 1).unwrap_err();
+        assert_eq!(exit_for(&err), Exit::NoInput);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn one_line_turns_control_characters_into_spaces() {
+        assert_eq!(one_line("rack1\ntouch x\r\tend"), "rack1 touch x  end");
+        assert_eq!(one_line("plain: ünïcode"), "plain: ünïcode");
     }
 
     #[test]

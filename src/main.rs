@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use edgeplan::cli::Cli;
-use edgeplan::error::{exit_for, is_broken_pipe};
+use edgeplan::error::{exit_for, is_broken_pipe, one_line};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -13,7 +13,7 @@ fn main() -> ExitCode {
         Ok(exit) => ExitCode::from(exit.code()),
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("edgeplan: {err:#}");
+            eprintln!("{}", one_line(&format!("edgeplan: {err:#}")));
             ExitCode::from(exit_for(&err).code())
         }
     }

@@ -26,10 +26,34 @@ pub fn json_text<T: Serialize + ?Sized>(value: &T) -> anyhow::Result<String> {
     Ok(text)
 }
 
+/// Standard output whose write errors name it (`stdout: cannot write: No space left on
+/// device`), as every error names its input or output; the error kind is kept, so a
+/// closed pipe is still recognised (and treated as success by `main`).
+pub struct Stdout(std::io::StdoutLock<'static>);
+
+/// A buffered [`Stdout`]: what every command writes its data to.
+pub fn stdout() -> std::io::BufWriter<Stdout> {
+    std::io::BufWriter::new(Stdout(std::io::stdout().lock()))
+}
+
+fn named(err: std::io::Error) -> std::io::Error {
+    std::io::Error::new(err.kind(), format!("stdout: cannot write: {err}"))
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf).map_err(named)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush().map_err(named)
+    }
+}
+
 /// Writes `text` to stdout and flushes (a closed pipe surfaces as an error that `main`
 /// treats as success).
 pub fn print_stdout(text: &str) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = stdout();
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())

@@ -170,3 +170,86 @@ fn env_and_args_print_nothing_on_failure_or_when_the_model_does_not_fit() {
             .stdout("");
     }
 }
+
+/// The `sh` blocks' command lines: every line that runs edgeplan (`cargo run --release
+/// --` is edgeplan built from this checkout), from the docs whose `sh` blocks are not run
+/// elsewhere (docs/integrations.md's are, by tests/integrations.rs; docs/performance.md's
+/// time the full bench, which tests never run).
+fn sh_example_lines() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = Vec::new();
+    for doc in ["README.md", "docs/weight-paths.md", "docs/memory.md"] {
+        let text = std::fs::read_to_string(root.join(doc)).unwrap();
+        let mut in_sh = false;
+        for line in text.lines() {
+            if line.starts_with("```") {
+                in_sh = line.trim_end() == "```sh";
+                continue;
+            }
+            // A trailing `  # comment` is the doc's, not the command's.
+            let line = line.split("  # ").next().unwrap().trim_end();
+            let line = line.replace("cargo run --release -- ", "edgeplan ");
+            if in_sh && (line.starts_with("edgeplan ") || line.contains("&& edgeplan ")) {
+                out.push((doc.to_string(), line));
+            }
+        }
+    }
+    out
+}
+
+/// The exit code a doc gives for its example (0 unless listed): docs/memory.md says a
+/// fleet in which any device does not fit exits 3.
+fn documented_exit(line: &str) -> i32 {
+    if line == "edgeplan plan --profile fixtures/profiles --model qwen3-1.7b --context 32768" {
+        3
+    } else {
+        0
+    }
+}
+
+#[test]
+fn every_edgeplan_line_of_the_sh_examples_runs_as_written_on_a_fresh_account() {
+    let lines = sh_example_lines();
+    assert!(lines.len() >= 10, "{lines:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let bin = stub_bin(dir.path());
+    let work = dir.path().join("work");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    std::os::unix::fs::symlink(fixture(""), work.join("fixtures")).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for (doc, line) in lines {
+        // What a redirect wrote must not be empty; zsh's $fpath is given one entry.
+        let check = match line.rsplit_once(" > ") {
+            Some((_, target)) => format!(" && test -s {target}"),
+            None => String::new(),
+        };
+        let script = format!(
+            "fpath=(\"$HOME/zsh-functions\" \"$HOME/zsh-functions\"); mkdir -p \"$HOME/zsh-functions\"\n{line}{check}"
+        );
+        let out = std::process::Command::new("bash")
+            .args(["-euo", "pipefail", "-c", &script])
+            .env("PATH", &path)
+            .env("HOME", &home)
+            .env("EDGEPLAN_BENCH_EXECUTOR", "fake")
+            .current_dir(&work)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(documented_exit(&line)),
+            "{doc}: `{line}`:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if check.is_empty() {
+            assert!(!out.stdout.is_empty(), "{doc}: `{line}` printed nothing");
+        }
+    }
+    let script = std::fs::read_to_string(work.join("build.sh")).unwrap();
+    assert!(script.starts_with("#!/usr/bin/env bash\n"), "{script}");
+}

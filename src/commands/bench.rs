@@ -19,10 +19,13 @@ use crate::bench::request::{BenchRequest, ModelSpec, resolve_threads};
 use crate::bench::verdict::{PlanInput, Status};
 use crate::bench::workload::Workload;
 use crate::bench::{self, Inputs, Outcome, save};
-use crate::error::{Exit, io_error, read_error};
+use crate::error::{Exit, data_error, io_error, read_text_capped};
 use crate::model::ModelShape;
 use crate::output;
+use crate::plan::input::{MAX_INPUT_BYTES, check_consistent};
 use crate::profile::{HardwareClass, Priority, Profile};
+
+use super::profile_copy;
 
 /// The environment variable that swaps in the fake executor (tests only).
 pub const EXECUTOR_ENV: &str = "EDGEPLAN_BENCH_EXECUTOR";
@@ -47,9 +50,9 @@ pub struct BenchCommand {
 pub fn run(cmd: BenchCommand) -> anyhow::Result<Exit> {
     let req = &cmd.request;
     if let Some(path) = &req.save {
-        check_writable(path)?;
+        profile_copy::check_writable(path, "--save")?;
     }
-    let (profile, source) = load_profile(req.profile.as_deref())?;
+    let (profile, source, original) = load_profile(req.profile.as_deref())?;
     let shape = match &req.model {
         ModelSpec::Preset(name) => ModelShape::load(name)?,
         ModelSpec::Config(path) => ModelShape::from_config_file(path)?,
@@ -86,15 +89,22 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<Exit> {
             execute(&inputs, &backend, &RealClock::new())?
         }
     };
-    finish(req, &profile, outcome)
+    finish(req, &profile, original.as_ref(), outcome)
 }
 
 fn execute<B: Backend>(inputs: &Inputs, backend: &B, clock: &dyn Clock) -> anyhow::Result<Outcome> {
     bench::run(inputs, backend, clock, &Bar::new())
 }
 
-/// Prints the outcome, saves it, and picks the exit code.
-fn finish(req: &BenchRequest, profile: &Profile, outcome: Outcome) -> anyhow::Result<Exit> {
+/// Prints the outcome, saves it, and picks the exit code. `original` is the input
+/// profile as the user gave it (absent for the live probe): the saved copy keeps every
+/// field of it this edgeplan does not know.
+fn finish(
+    req: &BenchRequest,
+    profile: &Profile,
+    original: Option<&serde_json::Value>,
+    outcome: Outcome,
+) -> anyhow::Result<Exit> {
     let (report, warnings) = match outcome {
         Outcome::Kernels(kernels) => {
             output::print_stdout(&bench::kernel_list(&kernels, req.json)?)?;
@@ -103,7 +113,7 @@ fn finish(req: &BenchRequest, profile: &Profile, outcome: Outcome) -> anyhow::Re
         Outcome::Report { report, warnings } => (report, warnings),
     };
     for warning in &warnings {
-        eprintln!("edgeplan: warning: {warning}");
+        diag!("edgeplan: warning: {warning}");
     }
     let text = if req.json {
         output::json_text(&report)?
@@ -114,15 +124,26 @@ fn finish(req: &BenchRequest, profile: &Profile, outcome: Outcome) -> anyhow::Re
     if let Some(path) = &req.save {
         let mut copy = profile.clone();
         copy.measurements = Some(save::measurements(&report));
-        std::fs::write(path, output::json_text(&copy)?)
-            .map_err(|e| io_error(format!("--save {}: cannot write: {e}", path.display())))?;
-        eprintln!(
-            "edgeplan: measurements saved into a copy of the profile at {}",
-            path.display()
-        );
+        let text = profile_copy::merged_text(&output::json_text(&copy)?, original)?;
+        let in_place = req
+            .profile
+            .as_deref()
+            .is_some_and(|input| same_file(input, path));
+        profile_copy::write_atomically(path, &text, "--save")?;
+        if in_place {
+            diag!(
+                "edgeplan: measurements saved into the profile {} (updated in place)",
+                path.display()
+            );
+        } else {
+            diag!(
+                "edgeplan: measurements saved into a copy of the profile at {}",
+                path.display()
+            );
+        }
     }
     if req.strict && report.verdict.status == Status::Contradicted {
-        eprintln!(
+        diag!(
             "edgeplan: bench --strict: the measurements contradict the plan: {}",
             report.verdict.reason
         );
@@ -131,45 +152,56 @@ fn finish(req: &BenchRequest, profile: &Profile, outcome: Outcome) -> anyhow::Re
     Ok(Exit::Success)
 }
 
-/// `--save FILE` must be writable before a run of a minute is spent: opened for writing
-/// (not truncated) when it exists, else created and removed again. 74 when it is not.
-fn check_writable(path: &Path) -> anyhow::Result<()> {
-    let existed = path.exists();
-    let opened = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path);
-    match opened {
-        Ok(_) => {
-            if !existed {
-                let _ = std::fs::remove_file(path);
-            }
-            Ok(())
-        }
-        Err(e) => Err(io_error(format!(
-            "--save {}: cannot write: {e}",
-            path.display()
-        ))),
+/// True when `a` and `b` name the same existing file.
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
     }
 }
 
-/// The profile to plan against: the file, stdin (`-`), or the live probe.
-fn load_profile(path: Option<&Path>) -> anyhow::Result<(Profile, String)> {
-    match path {
+/// The profile to plan against: the file, stdin (`-`), or the live probe; with its
+/// name, and the document as given (for `--save`). Read as `plan` reads one: capped,
+/// UTF-8, and a profile whose class contradicts its architecture is refused (65).
+fn load_profile(
+    path: Option<&Path>,
+) -> anyhow::Result<(Profile, String, Option<serde_json::Value>)> {
+    let (text, shown) = match path {
         Some(path) if path.as_os_str() == "-" => {
-            let mut text = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
-                .map_err(|e| io_error(format!("stdin: cannot read: {e}")))?;
-            Ok((Profile::from_json(&text, "stdin")?, "stdin".to_string()))
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(
+                &mut std::io::Read::take(std::io::stdin().lock(), MAX_INPUT_BYTES + 1),
+                &mut bytes,
+            )
+            .map_err(|e| io_error(format!("stdin: cannot read: {e}")))?;
+            if bytes.len() as u64 > MAX_INPUT_BYTES {
+                return Err(data_error(format!(
+                    "stdin: more than {} MiB; a profile is never that large",
+                    MAX_INPUT_BYTES >> 20
+                )));
+            }
+            let text = String::from_utf8(bytes)
+                .map_err(|_| data_error("stdin: profile is not UTF-8 text"))?;
+            (text, "stdin".to_string())
         }
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| read_error(path, &e))?;
-            let shown = path.display().to_string();
-            Ok((Profile::from_json(&text, &shown)?, shown))
-        }
-        None => Ok((crate::probe::live()?, "live probe".to_string())),
+        Some(path) => (
+            read_text_capped(path, "profile", MAX_INPUT_BYTES)?,
+            path.display().to_string(),
+        ),
+        None => return Ok((crate::probe::live()?, "live probe".to_string(), None)),
+    };
+    // A UTF-8 byte-order mark is ignored, as plan ignores it (RFC 8259 §8.1).
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    if text.trim().is_empty() {
+        return Err(data_error(format!(
+            "{shown}: empty input, no profile in it"
+        )));
     }
+    let value: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| data_error(format!("{shown}: not valid JSON: {e}")))?;
+    let profile = check_consistent(Profile::from_value(value.clone(), &shown)?, &shown)?;
+    Ok((profile, shown, Some(value)))
 }
 
 /// This host's CPU model, and a label when the profile describes another device (the

@@ -12,8 +12,7 @@ use super::CheckRequest;
 pub fn run(request: CheckRequest) -> anyhow::Result<Exit> {
     let catalog = load_catalog(request.catalog.as_deref())?;
     let cases = check::read_manifest(&request.manifest, &catalog)?;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut out = crate::output::stdout();
     let exit = check::run_cases(
         &request.manifest,
         &cases,

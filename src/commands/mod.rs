@@ -6,10 +6,19 @@
 //! types, no clap), calls the domain modules and returns the exit code; errors carry
 //! theirs ([`crate::error::Coded`]) up to `main`.
 
+/// `eprintln!` for diagnostics: the formatted text on one line (see
+/// [`crate::error::one_line`]).
+macro_rules! diag {
+    ($($arg:tt)*) => {
+        eprintln!("{}", $crate::error::one_line(&format!($($arg)*)))
+    };
+}
+
 pub mod bench;
 pub mod check;
 pub mod plan;
 pub mod probe;
+mod profile_copy;
 pub mod schema;
 
 use std::path::PathBuf;

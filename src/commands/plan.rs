@@ -117,8 +117,7 @@ pub fn run(request: PlanRequest) -> anyhow::Result<Exit> {
     // memory (the table's fleet view keeps one short row per device). The one-device
     // formats are held until the end: env, args and script feed `eval` and `$(...)`, so
     // they are printed only on success and a failing command leaves a script nothing.
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut out = crate::output::stdout();
     let mut held: Vec<u8> = Vec::new();
     let mut first_error = None;
     let mut mismatch = false;
@@ -140,7 +139,7 @@ pub fn run(request: PlanRequest) -> anyhow::Result<Exit> {
             Ok(one) => one,
             Err(err) => {
                 let exit = exit_for(&err.error);
-                eprintln!("edgeplan: {:#}", err.error);
+                diag!("edgeplan: {:#}", err.error);
                 first_error.get_or_insert(exit);
                 if request.format == PlanFormat::Jsonl {
                     render::jsonl_error(
@@ -233,7 +232,7 @@ fn attach_fit(
     // The fitted max_model_len, max_num_seqs, ... join the path's kwargs.
     plan.engine_kwargs.extend(memory.engine_kwargs.clone());
     if memory.beyond_context_limit {
-        eprintln!(
+        diag!(
             "edgeplan: warning: {}: --context {} is past {}'s limit of {} tokens",
             one.label,
             memory.context,
@@ -242,14 +241,15 @@ fn attach_fit(
         );
     }
     if memory.fits.is_none() {
-        eprintln!(
+        diag!(
             "edgeplan: warning: {}: memory fit unknown ({}); not a pass",
-            one.label, memory.budget_source
+            one.label,
+            memory.budget_source
         );
     }
     let fits = memory.fits != Some(false);
     if !fits {
-        eprintln!(
+        diag!(
             "edgeplan: {}",
             memory::does_not_fit_line(&one.label, &memory)
         );
@@ -263,7 +263,7 @@ fn expectation_holds(expect: Option<&str>, plan: &crate::plan::Plan) -> bool {
     let Some(want) = expect.filter(|w| *w != plan.path.name) else {
         return true;
     };
-    eprintln!(
+    diag!(
         "edgeplan: --expect {want}: {} planned {} at priority {}",
         plan.device.as_deref().unwrap_or("the device"),
         plan.path.name,

@@ -4,7 +4,7 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use crate::error::Exit;
+use crate::error::{Exit, io_error};
 use crate::probe::{self, dump, render, sysroot::SysRoot};
 
 /// What `probe` was asked to do.
@@ -27,6 +27,9 @@ pub enum ProbeFormat {
 
 /// `edgeplan probe`.
 pub fn run(request: ProbeRequest) -> anyhow::Result<Exit> {
+    if let Some(dir) = &request.dump {
+        check_dump_target(dir)?;
+    }
     let sys = match &request.sysroot {
         Some(dir) => {
             probe::check_sysroot(dir)?;
@@ -36,11 +39,11 @@ pub fn run(request: ProbeRequest) -> anyhow::Result<Exit> {
     };
     let profile = probe::probe(&sys)?;
     for warning in &profile.warnings {
-        eprintln!("edgeplan: warning: {warning}");
+        diag!("edgeplan: warning: {warning}");
     }
     if let Some(dir) = &request.dump {
         let count = dump::write(&sys, dir)?;
-        eprintln!(
+        diag!(
             "edgeplan: wrote {count} entries to {} (replay with --sysroot {})",
             dir.display(),
             dir.display()
@@ -59,4 +62,27 @@ pub fn run(request: ProbeRequest) -> anyhow::Result<Exit> {
     };
     crate::output::print_stdout(&text)?;
     Ok(Exit::Success)
+}
+
+/// `--dump DIR` writes a whole tree of files, replacing any of the same name: it goes
+/// into a new or empty directory only, so it can never overwrite a capture (the
+/// `--sysroot` being read, with redacted copies), `/` (a live `/sys`), or anything else
+/// the user keeps there. 74, before anything is probed.
+fn check_dump_target(dir: &std::path::Path) -> anyhow::Result<()> {
+    let shown = dir.display();
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => match entries.next() {
+            None => Ok(()),
+            Some(_) => Err(io_error(format!(
+                "--dump {shown}: directory is not empty; give a new or empty directory (a dump would overwrite what is there)"
+            ))),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(_) if dir.exists() && !dir.is_dir() => Err(io_error(format!(
+            "--dump {shown}: exists and is not a directory; give a new or empty directory"
+        ))),
+        // Anything else (a parent that is a file, no permission) is the dump's own
+        // "cannot write dump" error, with the path it failed on.
+        Err(_) => Ok(()),
+    }
 }

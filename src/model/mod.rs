@@ -20,7 +20,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use crate::error::{data_error, read_error};
+use crate::error::data_error;
 
 pub use families::SlidingRule;
 
@@ -351,7 +351,7 @@ impl ModelShape {
 
     /// Reads a Hugging Face `config.json`.
     pub fn from_config_file(path: &Path) -> anyhow::Result<ModelShape> {
-        let text = std::fs::read_to_string(path).map_err(|e| read_error(path, &e))?;
+        let text = crate::error::read_text_capped(path, "model config", 16 << 20)?;
         ModelShape::from_config_json(&text, &path.display().to_string())
     }
 

@@ -81,7 +81,7 @@ pub fn read_manifest(path: &Path, catalog: &Catalog) -> anyhow::Result<Vec<Case>
     let shown = path.display().to_string();
     let meta = std::fs::metadata(path).map_err(|e| read_error(path, &e))?;
     if meta.is_dir() {
-        return Err(data_error(format!(
+        return Err(crate::error::no_input(format!(
             "{shown}: is a directory; give the manifest file (e.g. fixtures/expect.toml)"
         )));
     }
@@ -122,6 +122,13 @@ pub fn parse_manifest(text: &str, shown: &str, catalog: &Catalog) -> anyhow::Res
                 "{shown}:{expect_line}: bad manifest: expect = \"{expect}\" is not a path in the {}; known paths: {}",
                 catalog.origin,
                 names.join(", ")
+            )));
+        }
+        // An empty path joined to the manifest's directory names that directory: the
+        // case would plan whatever profiles lie beside the manifest, and could pass.
+        if raw.profile.trim().is_empty() {
+            return Err(data_error(format!(
+                "{shown}:{line}: bad manifest: profile is empty; give a profile file (or a directory of them) relative to the manifest"
             )));
         }
         cases.push(Case {

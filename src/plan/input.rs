@@ -212,6 +212,11 @@ fn read_stream(
         Ok(found) => found,
         Err(e) => return f(Err(whole(shown, e))),
     };
+    // A UTF-8 byte-order mark (Windows editors write one) is ignored, as RFC 8259 §8.1
+    // allows a parser to.
+    if first.starts_with(b"\xEF\xBB\xBF") {
+        first.drain(..3);
+    }
     if !found {
         let e = data_error(format!("{shown}: empty input, no profile in it"));
         return f(Err(whole(shown, e)));
@@ -238,10 +243,18 @@ fn read_stream(
         let item = match utf8(&text, shown) {
             Ok(text) => match serde_json::from_str::<IgnoredAny>(text) {
                 Ok(_) => parse_item(text, shown, stem, shown, None),
-                Err(e) => Err(whole(
-                    shown,
-                    data_error(format!("{shown}: not valid JSON: {e}")),
-                )),
+                Err(e) => {
+                    // `cat a.json b.json`: a second pretty document after the first.
+                    let hint = if e.to_string().starts_with("trailing characters") {
+                        " (several profiles in one file go one per line, as JSON Lines: `jq -c . a.json b.json`)"
+                    } else {
+                        ""
+                    };
+                    Err(whole(
+                        shown,
+                        data_error(format!("{shown}: not valid JSON: {e}{hint}")),
+                    ))
+                }
             },
             Err(e) => Err(whole(shown, e)),
         };
@@ -390,6 +403,39 @@ pub fn check_consistent(profile: Profile, origin: &str) -> anyhow::Result<Profil
         return Err(data_error(format!(
             "{origin}: hardware_class {class} contradicts arch {}; re-run `edgeplan probe` or fix the profile",
             arch.as_str()
+        )));
+    }
+    // The class is decided from these objects (contract.md's class table); a class
+    // without its evidence would plan for hardware the profile does not have.
+    let missing = match class {
+        HardwareClass::CudaDiscrete if !profile.gpus.iter().any(|g| g.vendor == "nvidia") => {
+            Some("no NVIDIA GPU in gpus")
+        }
+        HardwareClass::Jetson if profile.jetson.is_none() => Some("jetson is null"),
+        HardwareClass::NpuPhone
+            if profile
+                .android
+                .as_ref()
+                .and_then(|a| a.npu.as_ref())
+                .is_none() =>
+        {
+            Some("android.npu is null")
+        }
+        _ => None,
+    };
+    if let Some(missing) = missing {
+        return Err(data_error(format!(
+            "{origin}: hardware_class {class} contradicts the profile: {missing}; re-run `edgeplan probe` or fix the profile"
+        )));
+    }
+    if let Some((name, _)) = profile
+        .cpu
+        .features
+        .iter()
+        .find(|(_, f)| f.usable && (!f.cpu || f.os == Some(false)))
+    {
+        return Err(data_error(format!(
+            "{origin}: cpu.features.{name} is usable but its cpu or os is false; re-run `edgeplan probe` or fix the profile"
         )));
     }
     if profile.cpu.usable_threads == Some(0) {

@@ -882,7 +882,11 @@ pub fn does_not_fit_line(device: &str, fit: &MemoryFit) -> String {
             "; the weights alone do not fit: a smaller model or a lower-bit path is needed"
                 .to_string()
         }
-        (0, _) => "; not one token of KV cache fits next to the weights".to_string(),
+        (0, 0) => "; not one token of KV cache fits next to the weights".to_string(),
+        (0, seqs) => format!(
+            "; what fits: --concurrency {seqs} at {} tokens (no context fits {} sequences)",
+            fit.context, fit.concurrency
+        ),
         (ctx, 0) => format!(
             "; what fits: --context {ctx} (not one sequence at {} tokens)",
             fit.context

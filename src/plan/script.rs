@@ -59,7 +59,15 @@ fn kind(plan: &Plan, lm_head: Option<LmHead>) -> anyhow::Result<Kind> {
 /// for the path.
 pub fn script(plan: &Plan, profile: &Profile, lm_head: Option<LmHead>) -> anyhow::Result<String> {
     let mut s = String::new();
-    let device = plan.device.as_deref().unwrap_or("this device");
+    // The label is the profile's, free text: a newline in it would end the comment and
+    // run the rest as a command.
+    let device: String = plan
+        .device
+        .as_deref()
+        .unwrap_or("this device")
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
     writeln!(s, "#!/usr/bin/env bash")?;
     writeln!(
         s,
