@@ -14,7 +14,8 @@
 //! loads, one broadcast per row and `vpdpbusd`: a 6 × 64 register block (24 int32
 //! accumulators, 32 quads per group), then the per-group f32 epilogue into the splitter's
 //! tile. The block stays in L1 while every row of the chunk passes over it, and the next
-//! record is prefetched into L1 a few lines per register block while it does.
+//! record is prefetched into L1, spread evenly over the chunk's register blocks, while it
+//! does. Below [`GEMM_MIN_M`] rows it runs the GEMV's panel kernel.
 
 use std::arch::x86_64::*;
 use std::ops::Range;
@@ -177,6 +178,11 @@ pub static W4A8_GEMM_AVX512VNNI: Variant = Variant {
     kernel: KernelFn::W4A8(w4a8_gemm_avx512vnni),
 };
 
+/// Below this many rows the GEMM runs the GEMV's panel kernel instead: with few 6-row
+/// blocks per record, unpacking it costs more than re-reading it (paired A/B, 6144 × 2048,
+/// 2 threads, Zen 4: the GEMV took 0.63 of the GEMM's time at M = 4 and 8, 0.99 at 12;
+/// the GEMM took 0.90 of the GEMV's at 16 and 0.88 at 24).
+pub(crate) const GEMM_MIN_M: usize = 12;
 /// Rows per register block of the GEMM.
 const GEMM_MR: usize = 6;
 /// Rows per M chunk handed to one task (a multiple of [`GEMM_MR`]).
@@ -198,6 +204,10 @@ struct Unpacked {
 /// The CPU supports AVX-512 F/BW/VNNI and FMA; shapes as in `registry::W4A8Fn`.
 unsafe fn w4a8_gemm_avx512vnni(pool: &ThreadPool, w: &PackedW4, a: &QuantActs, out: &mut [f32]) {
     let (m, k) = (a.m(), w.k());
+    if m < GEMM_MIN_M {
+        // SAFETY: same features and contract as the GEMV.
+        return unsafe { w4a8_avx512vnni(pool, w, a, out) };
+    }
     run_grid(
         pool,
         m,
@@ -259,10 +269,6 @@ fn unpack(rec: &[u8], dst: &mut Unpacked) {
     }
 }
 
-/// Lines of the next record prefetched before each register block (a 6-row block runs
-/// ~800 cycles, so 68 lines arrive over the first 17 blocks of a 128-row chunk).
-const PREFETCH_LINES_PER_BLOCK: usize = 4;
-
 /// Rows `r0..r0+mr` of group `g` against the unpacked record, into `tile` rows `0..mr`
 /// (`add`: accumulate onto earlier groups, else overwrite). Meanwhile the next record of the
 /// panel (`next`), which `unpack` reads from DRAM once these rows are done, is prefetched a
@@ -289,8 +295,9 @@ unsafe fn gemm_rows(
     assert!(tile.len() >= mr * PANEL && (r0 + mr) * k <= a.codes().len());
     let mut r = 0;
     let mut next = NextBlock::new(next);
+    let per_block = next.lines().div_ceil(mr.div_ceil(GEMM_MR).max(1));
     while r < mr {
-        next.advance(PREFETCH_LINES_PER_BLOCK);
+        next.advance(per_block);
         let rows = GEMM_MR.min(mr - r);
         let x = a.codes()[(r0 + r) * k + g * GROUP..].as_ptr();
         let c = &mut tile[r * PANEL..(r + rows) * PANEL];
