@@ -147,8 +147,9 @@ pub struct PlanArgs {
     /// Replace the built-in path catalog with this TOML file.
     #[arg(long, value_name = "FILE")]
     pub catalog: Option<PathBuf>,
-    /// Model for the memory fit: a preset name or a Hugging Face config.json.
-    #[arg(long, value_name = "PRESET|config.json")]
+    /// Model for the memory fit: a preset name, a Hugging Face config.json, or the model
+    /// directory that holds it.
+    #[arg(long, value_name = "PRESET|config.json|DIR")]
     pub model: Option<String>,
     /// Context length in tokens for the memory fit.
     #[arg(long, value_name = "TOKENS", requires = "model")]

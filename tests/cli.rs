@@ -445,14 +445,6 @@ fn a_directory_where_a_file_belongs_is_66_naming_it() {
     let runs: Vec<assert_cmd::Command> = vec![
         {
             let mut c = edgeplan();
-            c.args(["plan", "--context", "4096", "--model"])
-                .arg(dir.path())
-                .arg("--profile")
-                .arg(&profile);
-            c
-        },
-        {
-            let mut c = edgeplan();
             c.args(["plan", "--catalog"])
                 .arg(dir.path())
                 .arg("--profile")
@@ -476,6 +468,38 @@ fn a_directory_where_a_file_belongs_is_66_naming_it() {
         let line = one_line_naming(&out.stderr, &dir.path().display().to_string());
         assert!(line.contains("is a directory"), "{line}");
     }
+}
+
+#[test]
+fn a_model_directory_stands_for_its_config_json() {
+    // A downloaded Hugging Face snapshot is a directory; --model reads its config.json,
+    // and a directory without one is 66 naming the directory.
+    let dir = tempfile::tempdir().unwrap();
+    let profile = fixture("profiles/x86-spr-amx.json");
+    let plan = |model: &std::path::Path| {
+        edgeplan()
+            .args(["plan", "--format", "json", "--context", "4096", "--model"])
+            .arg(model)
+            .arg("--profile")
+            .arg(&profile)
+            .output()
+            .unwrap()
+    };
+    let out = plan(dir.path());
+    assert_eq!(out.status.code(), Some(66));
+    let line = one_line_naming(&out.stderr, &dir.path().display().to_string());
+    assert!(line.contains("without a config.json"), "{line}");
+    let config = fixture("models/real-full/qwen3-4b.json");
+    std::fs::copy(&config, dir.path().join("config.json")).unwrap();
+    let from_dir = plan(dir.path());
+    let from_file = plan(&config);
+    assert_eq!(from_dir.status.code(), Some(0), "{from_dir:?}");
+    let memory = |out: &std::process::Output| {
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["memory"]["weights_bytes"].clone()
+    };
+    assert!(!memory(&from_dir).is_null());
+    assert_eq!(memory(&from_dir), memory(&from_file));
 }
 
 #[test]

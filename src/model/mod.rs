@@ -350,7 +350,21 @@ impl ModelShape {
     }
 
     /// Reads a Hugging Face `config.json`.
+    /// A directory (a downloaded Hugging Face snapshot) stands for its `config.json`.
     pub fn from_config_file(path: &Path) -> anyhow::Result<ModelShape> {
+        let joined;
+        let path = if path.is_dir() {
+            joined = path.join("config.json");
+            if !joined.is_file() {
+                return Err(crate::error::no_input(format!(
+                    "{}: a directory without a config.json; give the model's config.json or the directory that holds it",
+                    path.display()
+                )));
+            }
+            joined.as_path()
+        } else {
+            path
+        };
         let text = crate::error::read_text_capped(path, "model config", 16 << 20)?;
         ModelShape::from_config_json(&text, &path.display().to_string())
     }
