@@ -1,13 +1,16 @@
 //! x86-64 kernels and feature detection.
 //!
-//! Dispatch order (highest rank first, per path and phase; see `registry::select`):
-//! - W4A8 prefill: `w4a8-gemm-amx` (AMX-INT8) → `w4a8-gemm-avx512vnni` → `w4a8-gemm-avxvnni`
-//!   → `w4a8-gemm-avx2` → `w4a8-scalar`.
-//! - W4A8 decode: `w4a8-gemv-avx512vnni` → `w4a8-gemv-avxvnni` → `w4a8-gemv-avx2` → scalar.
-//! - W4A16 prefill: `w4a16-gemm-amx` (AMX-BF16) → `w4a16-gemv-avx512` → `w4a16-gemv-avx2` →
-//!   `w4a16-scalar`; decode: `w4a16-gemv-avx512bf16` → `w4a16-gemv-avx512` → avx2 → scalar.
-//! - bf16 prefill: `bf16-gemm-amx` → `bf16-gemv-avx512` → `bf16-gemv-avx2` → `bf16-scalar`;
-//!   decode: `bf16-gemv-avx512` → `bf16-gemv-avx2` → scalar.
+//! Dispatch order (highest rank first, per path and phase; see `registry::select`; `bench`
+//! races every available variant and reports the fastest):
+//! - W4A8 prefill: `w4a8-amx` → `w4a8-gemm-avx512vnni` → `w4a8-avx512vnni` → `w4a8-avxvnni`
+//!   → `w4a8-gemm-avx2` → `w4a8-avx2` → `w4a8-scalar`; decode: `w4a8-avx512vnni` →
+//!   `w4a8-avxvnni` → `w4a8-avx2` → scalar.
+//! - W4A16 prefill: `w4a16-gemm-amx` → `w4a16-gemm-avx512bf16` → `w4a16-gemv-avx512` →
+//!   `w4a16-gemv-avx2` → `w4a16-scalar`; decode: `w4a16-gemv-avx512bf16` →
+//!   `w4a16-gemv-avx512` → `w4a16-gemv-avx2` → scalar.
+//! - bf16 prefill: `bf16-gemm-amx` → `bf16-gemm-avx512bf16` → `bf16-gemv-avx512` →
+//!   `bf16-gemv-avx2` → `bf16-scalar`; decode: `bf16-gemv-avx512` → `bf16-gemv-avx2` → scalar.
+//! - The prefill GEMMs run their path's GEMV below a measured row count (small prefills).
 //!
 //! Feature detection is the crate's one x86 feature table ([`crate::arch::features`], the
 //! one the probe reports): CPUID bit, OSXSAVE and XCR0 state, and for AMX also CPUID.(7,0):
@@ -35,6 +38,7 @@ pub static VARIANTS: &[&Variant] = &[
     &w4a8::avx512vnni::W4A8_GEMM_AVX512VNNI,
     &w4a8::avx512vnni::W4A8_AVX512VNNI,
     &w4a8::avx2::W4A8_AVXVNNI,
+    &w4a8::gemm_avx2::W4A8_GEMM_AVX2,
     &w4a8::avx2::W4A8_AVX2,
     &w4a16::GEMM_AMX,
     &w4a16::GEMM_AVX512BF16,
