@@ -177,24 +177,8 @@ fn gpu_route(
 /// The highest compute capability among the NVIDIA GPUs and the Jetson GPU, when every one
 /// of them is known (`None` if any is unknown or there is none).
 fn max_known_compute_capability(profile: &Profile) -> Option<(f64, String)> {
-    let mut ccs: Vec<Option<String>> = profile
-        .gpus
-        .iter()
-        .filter(|g| g.vendor.eq_ignore_ascii_case("nvidia"))
-        .map(|g| g.compute_capability.clone())
-        .collect();
-    if let Some(j) = profile.jetson.as_ref() {
-        ccs.push(j.compute_capability.clone());
-    }
-    let parsed: Option<Vec<(f64, String)>> = ccs
-        .into_iter()
-        .map(|c| {
-            let s = c?;
-            let v = s.trim().parse::<f64>().ok().filter(|v| v.is_finite())?;
-            Some((v, s))
-        })
-        .collect();
-    parsed?.into_iter().max_by(|a, b| a.0.total_cmp(&b.0))
+    let known: Option<Vec<(f64, String)>> = compute_capabilities(profile).into_iter().collect();
+    known?.into_iter().max_by(|a, b| a.0.total_cmp(&b.0))
 }
 
 /// The probe's CPU caveats (no AVX, a 32-bit view), repeated as path notes on CPU routes.
@@ -411,28 +395,32 @@ fn arm_flags(profile: &Profile) -> Vec<&str> {
 
 /// The lowest compute capability among the NVIDIA GPUs (or the Jetson's), when known.
 fn min_compute_capability(profile: &Profile) -> Option<(f64, String)> {
-    let mut ccs: Vec<String> = profile
+    compute_capabilities(profile)
+        .into_iter()
+        .flatten()
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+}
+
+/// The compute capability of each NVIDIA GPU and of the Jetson's GPU, parsed (`None` where
+/// unknown or unreadable), with the profile's text.
+fn compute_capabilities(profile: &Profile) -> Vec<Option<(f64, String)>> {
+    let nvidia = profile
         .gpus
         .iter()
         .filter(|g| g.vendor.eq_ignore_ascii_case("nvidia"))
-        .filter_map(|g| g.compute_capability.clone())
-        .collect();
-    if let Some(cc) = profile
+        .map(|g| g.compute_capability.clone());
+    let jetson = profile
         .jetson
         .as_ref()
-        .and_then(|j| j.compute_capability.clone())
-    {
-        ccs.push(cc);
-    }
-    ccs.into_iter()
-        .filter_map(|s| {
-            s.trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|v| v.is_finite())
-                .map(|v| (v, s))
+        .map(|j| j.compute_capability.clone());
+    nvidia
+        .chain(jetson)
+        .map(|cc| {
+            let s = cc?;
+            let v = s.trim().parse::<f64>().ok().filter(|v| v.is_finite())?;
+            Some((v, s))
         })
-        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .collect()
 }
 
 /// bf16 on the GPU: the profile's `supports_bf16`, overruled to "no" by a known compute

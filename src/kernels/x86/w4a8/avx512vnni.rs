@@ -188,16 +188,16 @@ const GEMM_MR: usize = 6;
 /// Rows per M chunk handed to one task (a multiple of [`GEMM_MR`]).
 const GEMM_ROWS: usize = 32 * GEMM_MR;
 /// k-quads per group: one unpacked row per quad.
-const QUADS: usize = GROUP / 4;
+pub(crate) const QUADS: usize = GROUP / 4;
 
 /// One record unpacked: row `q` holds, for each of the 64 columns, the four u8 codes
 /// k = 4q..4q+3 of the group (a `vpdpbusd` operand for 16 columns per 64 bytes); then the
-/// 64 weight scales and zeros as f32.
+/// 64 weight scales and zeros as f32. The AVX2 GEMM unpacks into the same block.
 #[repr(C, align(64))]
-struct Unpacked {
-    codes: [u8; QUADS * 256],
-    scale: [f32; PANEL],
-    zero: [f32; PANEL],
+pub(crate) struct Unpacked {
+    pub(crate) codes: [u8; QUADS * 256],
+    pub(crate) scale: [f32; PANEL],
+    pub(crate) zero: [f32; PANEL],
 }
 
 /// # Safety

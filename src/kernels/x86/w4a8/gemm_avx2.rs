@@ -13,6 +13,7 @@
 use std::arch::x86_64::*;
 
 use super::avx2::W4A8_AVX2;
+use super::avx512vnni::{QUADS, Unpacked};
 use crate::kernels::acts::QuantActs;
 use crate::kernels::cpu::Feature;
 use crate::kernels::pack::{PANEL, PackedW4, RECORD_BYTES, SCALE_OFFSET, ZERO_OFFSET};
@@ -43,18 +44,8 @@ pub(crate) const GEMM_MIN_M: usize = 5;
 const MR: usize = 2;
 /// Rows per M chunk handed to one task.
 const ROWS: usize = 96;
-/// k-quads per group.
-const QUADS: usize = GROUP / 4;
 /// Quads summed in i16 before widening (8 × 3810 ≤ 32 767).
 const I16_QUADS: usize = 8;
-
-/// One record unpacked (see the module docs), with its scales and zeros as f32.
-#[repr(C, align(64))]
-struct Unpacked {
-    codes: [u8; QUADS * 256],
-    scale: [f32; PANEL],
-    zero: [f32; PANEL],
-}
 
 /// # Safety
 /// The CPU supports AVX2 and FMA; shapes as in `registry::W4A8Fn`.
