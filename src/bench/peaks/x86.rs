@@ -163,18 +163,20 @@ fn int8_avx2(iters: u64) {
     unsafe { int8_avx2_tf(iters) }
 }
 
-/// `vpmaddubsw` (32 u8 x s8 products) + `vpmaddwd` + `vpaddd`, the AVX2 int8 dot
-/// product. The u8 operand is fed back from the accumulator so the compiler cannot hoist
-/// the multiplies out of the loop.
+/// `vpmaddubsw` alone (32 u8 x s8 products into 16 int16 pair sums): the AVX2 int8
+/// multiplier's rate, which bounds every AVX2 W4A8 kernel. The kernels add an int16
+/// `vpaddw` per `vpmaddubsw` and widen with `vpmaddwd` only every few of them (exact for
+/// 4-bit codes, kernels.md §4.2), so the multiplier, not a widening sequence, is the roofline:
+/// an earlier loop that widened every product pair ran at 0.66 of this rate on a Zen 2
+/// and let `w4a8-gemm-avx2` report 152 % of its "peak". The result is fed back as the u8
+/// operand so the compiler cannot hoist the multiplies out of the loop.
 #[target_feature(enable = "avx2")]
 fn int8_avx2_tf(iters: u64) {
     let b = black_box(_mm256_set1_epi8(3));
-    let ones = black_box(_mm256_set1_epi16(1));
     let mut acc = black_box([_mm256_set1_epi32(0x0102_0304); 12]);
     for _ in 0..iters {
         for a in acc.iter_mut() {
-            let p = _mm256_maddubs_epi16(*a, b);
-            *a = _mm256_add_epi32(*a, _mm256_madd_epi16(p, ones));
+            *a = _mm256_maddubs_epi16(*a, b);
         }
     }
     black_box(acc);
