@@ -292,6 +292,36 @@ fn w4a16_split_k_small_n() {
     }
 }
 
+/// Row counts around the prefill GEMMs' blocks: the AVX2 GEMM's GEMV fallback (below 8 or
+/// so), its 6-row register blocks with 1..5 rows left (and 7 run as 4 + 3), and
+/// several 192-row chunks with 1..5 rows in the last one.
+const GEMM_MS: [usize; 14] = [7, 8, 9, 10, 11, 13, 14, 20, 193, 194, 195, 196, 197, 389];
+
+#[test]
+fn w4a16_gemm_row_blocks_chunks_and_split_k() {
+    let e = w4a16_registered();
+    for (i, &m) in GEMM_MS.iter().enumerate() {
+        let (n, k) = [(65, 128), (130, 256)][i % 2];
+        assert!(w4a16_case(&e, m, n, k, Data::Random, 300 + i as u64) > 0);
+    }
+    // One panel, 2 and 3 threads: K split between them, at M past the GEMM thresholds.
+    for (m, n, k) in [(33, 64, 1024), (197, 20, 768)] {
+        assert!(w4a16_case(&e, m, n, k, Data::Random, 17) > 0);
+    }
+}
+
+#[test]
+fn bf16_gemm_row_blocks_chunks_and_split_k() {
+    let e = bf16_registered();
+    for (i, &m) in GEMM_MS.iter().enumerate() {
+        let (n, k) = [(65, 128), (130, 256)][i % 2];
+        assert!(bf16_case(&e, m, n, k, Data::Random, 400 + i as u64) > 0);
+    }
+    for (m, n, k) in [(33, 64, 1024), (197, 20, 768)] {
+        assert!(bf16_case(&e, m, n, k, Data::Random, 19) > 0);
+    }
+}
+
 #[test]
 fn bf16_all_variants_small_k_m_sweep() {
     let e = bf16_registered();
@@ -340,12 +370,14 @@ fn registered_variants_match_their_entry_points() {
                 "w4a16-gemv-avx2",
                 "w4a16-gemv-avx512",
                 "w4a16-gemv-avx512bf16",
+                "w4a16-gemm-avx2",
                 "w4a16-gemm-amx",
             ],
             &[
                 "bf16-scalar",
                 "bf16-gemv-avx2",
                 "bf16-gemv-avx512",
+                "bf16-gemm-avx2",
                 "bf16-gemm-amx",
             ],
         )

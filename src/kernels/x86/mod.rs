@@ -6,10 +6,11 @@
 //!   → `w4a8-gemm-avx2` → `w4a8-avx2` → `w4a8-scalar`; decode: `w4a8-avx512vnni` →
 //!   `w4a8-avxvnni` → `w4a8-avx2` → scalar.
 //! - W4A16 prefill: `w4a16-gemm-amx` → `w4a16-gemm-avx512bf16` → `w4a16-gemv-avx512` →
-//!   `w4a16-gemv-avx2` → `w4a16-scalar`; decode: `w4a16-gemv-avx512bf16` →
+//!   `w4a16-gemm-avx2` → `w4a16-gemv-avx2` → `w4a16-scalar`; decode: `w4a16-gemv-avx512bf16` →
 //!   `w4a16-gemv-avx512` → `w4a16-gemv-avx2` → scalar.
 //! - bf16 prefill: `bf16-gemm-amx` → `bf16-gemm-avx512bf16` → `bf16-gemv-avx512` →
-//!   `bf16-gemv-avx2` → `bf16-scalar`; decode: `bf16-gemv-avx512` → `bf16-gemv-avx2` → scalar.
+//!   `bf16-gemm-avx2` → `bf16-gemv-avx2` → `bf16-scalar`; decode: `bf16-gemv-avx512` →
+//!   `bf16-gemv-avx2` → scalar.
 //! - The prefill GEMMs run their path's GEMV below a measured row count (small prefills).
 //!
 //! Feature detection is the crate's one x86 feature table ([`crate::arch::features`], the
@@ -24,6 +25,7 @@ use super::registry::Variant;
 pub(crate) mod amx;
 pub(crate) mod bf16;
 mod dpbf16;
+mod fma_gemm;
 mod lanes;
 mod prefetch;
 pub mod stream;
@@ -44,10 +46,12 @@ pub static VARIANTS: &[&Variant] = &[
     &w4a16::GEMM_AVX512BF16,
     &w4a16::GEMV_AVX512,
     &w4a16::GEMV_AVX512BF16,
+    &w4a16::GEMM_AVX2,
     &w4a16::GEMV_AVX2,
     &bf16::GEMM_AMX,
     &bf16::GEMM_AVX512BF16,
     &bf16::GEMV_AVX512,
+    &bf16::GEMM_AVX2,
     &bf16::GEMV_AVX2,
 ];
 

@@ -4,7 +4,8 @@
 //! |---|---|---|
 //! | `bf16-gemv-avx512` | f32 FMA over VNNI-2 rows ([`fma`]), 4 × 64 register block | decode, prefill fallback |
 //! | `bf16-gemm-avx512bf16` | 6 × 64 `vdpbf16ps` microkernel on the packed panel in place ([`avx512bf16`], `x86/dpbf16.rs`) | prefill |
-//! | `bf16-gemv-avx2` | the same on ymm pairs | decode, prefill |
+//! | `bf16-gemv-avx2` | the same on ymm pairs | decode, prefill fallback |
+//! | `bf16-gemm-avx2` | pair rows widened once into 16 KB f32 blocks, 6 × 16 FMA microkernel (`x86/fma_gemm.rs`) | prefill |
 //! | `bf16-gemm-amx` | `TDPBF16PS` straight from the packed rows (no repack: a panel row is a B-tile row) | prefill |
 //!
 //! Work split: 64-column panels (split-K over k-pairs when panels are scarce) for the FMA
@@ -22,8 +23,10 @@ use crate::kernels::pack::PackedBf16;
 use crate::kernels::panel_split::{OutSink, PANEL, Tile, run_panels};
 use crate::kernels::pool::{ThreadPool, split_range};
 use crate::kernels::registry::{KernelFn, Phase, Unit, Variant};
+use crate::kernels::weights::GROUP;
 use crate::kernels::x86::amx::bf16_engine::{AmxBf16, CTile, TileEngine};
 use crate::kernels::x86::amx::drive::{Slab, TailRows, slab_rows};
+use crate::kernels::x86::fma_gemm;
 use crate::kernels::x86::lanes::{Avx2, Avx512};
 use fma::{self as bf16_fma, ROW_BYTES};
 
@@ -74,6 +77,32 @@ pub unsafe fn gemv_avx2(pool: &ThreadPool, w: &PackedBf16, x: Bf16Rows<'_>, out:
         // SAFETY: `v` proves AVX2 + FMA.
         unsafe { bf16_fma::block_avx2(v, panel, pairs, act, r0, mr, tile) }
     });
+}
+
+/// `bf16-gemm-avx2`: pair rows widened to f32 blocks, FMA GEMM.
+///
+/// # Safety
+///
+/// The CPU runs AVX2 and FMA; shapes agree (`x.k == w.k()`, `out.len() == x.m·w.n()`).
+pub unsafe fn gemm_avx2(pool: &ThreadPool, w: &PackedBf16, x: Bf16Rows<'_>, out: &mut [f32]) {
+    if x.m < fma_gemm::BF16_MIN_M || !x.k.is_multiple_of(GROUP) {
+        // SAFETY: the GEMV needs the same features (AVX2 + FMA) and shapes, and takes any
+        // even K.
+        return unsafe { gemv_avx2(pool, w, x, out) };
+    }
+    let Some(v) = Avx2::new() else { return };
+    if x.k != w.k() {
+        return;
+    }
+    fma_gemm::gemm(
+        v,
+        pool,
+        x,
+        w.n(),
+        w.panels(),
+        &fma_gemm::Widen::new(v, w),
+        out,
+    );
 }
 
 /// `bf16-gemv-avx512`.
@@ -171,6 +200,17 @@ pub static GEMV_AVX2: Variant = Variant {
     requires: &[Feature::Avx2, Feature::Fma],
     rank: 10,
     kernel: KernelFn::Bf16(gemv_avx2),
+};
+
+/// Registry entry: AVX2 FMA prefill GEMM on widened f32 blocks.
+pub static GEMM_AVX2: Variant = Variant {
+    name: "bf16-gemm-avx2",
+    isa: "avx2",
+    unit: Unit::Avx2Fma,
+    phases: &[Phase::Prefill],
+    requires: &[Feature::Avx2, Feature::Fma],
+    rank: 12,
+    kernel: KernelFn::Bf16(gemm_avx2),
 };
 
 /// Registry entry: AVX-512 FMA GEMV (also the non-AMX prefill).

@@ -5,7 +5,8 @@
 //! | `w4a16-gemv-avx512` | f32 FMA, `vpermps` LUT dequant ([`w4a16_fma`](crate::kernels::x86::w4a16::fma)) | decode, prefill fallback |
 //! | `w4a16-gemv-avx512bf16` | `vdpbf16ps` on LUT'd bf16 codes ([`w4a16_dpbf16`](crate::kernels::x86::w4a16::avx512bf16)) | decode |
 //! | `w4a16-gemm-avx512bf16` | records dequantized once into 16 KB bf16-pair blocks, 6 × 64 `vdpbf16ps` microkernel ([`dpbf16`]) | prefill |
-//! | `w4a16-gemv-avx2` | f32 FMA, shift/and/convert dequant | decode, prefill |
+//! | `w4a16-gemv-avx2` | f32 FMA, shift/and/convert dequant | decode, prefill fallback |
+//! | `w4a16-gemm-avx2` | record halves dequantized once into 16 KB f32 blocks, 6 × 16 FMA microkernel ([`fma_gemm`]) | prefill |
 //! | `w4a16-gemm-amx` | dequantized half-panels × `TDPBF16PS` ([`w4a16_amx`](crate::kernels::x86::amx::w4a16)) | prefill |
 //!
 //! The GEMV-style kernels split work by 64-column panels (split-K over groups when there are
@@ -26,6 +27,7 @@ use crate::kernels::registry::{KernelFn, Phase, Unit, Variant};
 use crate::kernels::x86::amx::bf16_engine::AmxBf16;
 use crate::kernels::x86::amx::w4a16 as w4a16_amx;
 use crate::kernels::x86::dpbf16;
+use crate::kernels::x86::fma_gemm;
 use crate::kernels::x86::lanes::{Avx2, Avx512};
 use avx512bf16 as w4a16_dpbf16;
 use fma as w4a16_fma;
@@ -75,6 +77,31 @@ pub unsafe fn gemv_avx2(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out: &
         // SAFETY: `v` proves AVX2 + FMA.
         unsafe { w4a16_fma::block_avx2(v, panel, g, act, r0, mr, tile) }
     });
+}
+
+/// `w4a16-gemm-avx2`: record halves dequantized to f32 blocks, FMA GEMM.
+///
+/// # Safety
+///
+/// The CPU runs AVX2 and FMA; shapes agree (`x.k == w.k()`, `out.len() == x.m·w.n()`).
+pub unsafe fn gemm_avx2(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out: &mut [f32]) {
+    if x.m < fma_gemm::W4A16_MIN_M {
+        // SAFETY: the GEMV needs the same features (AVX2 + FMA) and shapes.
+        return unsafe { gemv_avx2(pool, w, x, out) };
+    }
+    let Some(v) = Avx2::new() else { return };
+    if x.k != w.k() {
+        return;
+    }
+    fma_gemm::gemm(
+        v,
+        pool,
+        x,
+        w.n(),
+        w.panels(),
+        &fma_gemm::Dequant::new(v, w),
+        out,
+    );
 }
 
 /// `w4a16-gemv-avx512` (FMA with `vpermps` LUT dequantization).
@@ -182,6 +209,17 @@ pub static GEMV_AVX2: Variant = Variant {
     requires: &[Feature::Avx2, Feature::Fma],
     rank: 10,
     kernel: KernelFn::W4A16(gemv_avx2),
+};
+
+/// Registry entry: AVX2 FMA prefill GEMM on dequantized f32 blocks.
+pub static GEMM_AVX2: Variant = Variant {
+    name: "w4a16-gemm-avx2",
+    isa: "avx2",
+    unit: Unit::Avx2Fma,
+    phases: &[Phase::Prefill],
+    requires: &[Feature::Avx2, Feature::Fma],
+    rank: 12,
+    kernel: KernelFn::W4A16(gemm_avx2),
 };
 
 /// Registry entry: AVX-512 FMA GEMV with LUT dequantization (also the non-AMX prefill).
