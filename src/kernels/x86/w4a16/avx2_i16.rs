@@ -69,6 +69,26 @@ unsafe fn bf16x8(p: *const u8) -> __m256 {
     }
 }
 
+/// The zero fold of one group into 8 outputs: `dst += (s·f)·(D − z·Σq)` for columns
+/// `col..col+8` of the record at `rec`.
+///
+/// # Safety
+///
+/// `rec` is a whole record, `col + 8 ≤ 64`, 32 bytes are writable at `dst`; AVX2 + FMA are
+/// enabled in the caller.
+#[inline(always)]
+unsafe fn fold(rec: *const u8, col: usize, d: __m256i, sum: f32, f: f32, dst: *mut f32) {
+    // SAFETY: the caller's contract (scales and zeros of columns col..col+8 are inside the
+    // record); unaligned loads and store.
+    unsafe {
+        let s = bf16x8(rec.add(SCALE_OFFSET + 2 * col));
+        let z = bf16x8(rec.add(ZERO_OFFSET + 2 * col));
+        let t = _mm256_fnmadd_ps(z, _mm256_set1_ps(sum), _mm256_cvtepi32_ps(d));
+        let sf = _mm256_mul_ps(s, _mm256_set1_ps(f));
+        _mm256_storeu_ps(dst, _mm256_fmadd_ps(sf, t, _mm256_loadu_ps(dst)));
+    }
+}
+
 /// Rows `r0..r0+MR` of one panel over `groups`, `J` halves (8 columns each) per pass, into
 /// `tile[m][64]`.
 ///
@@ -152,16 +172,10 @@ unsafe fn micro<const MR: usize, const J: usize>(
                 }
                 for h in 0..J {
                     let col = (pass + h) * 8;
-                    let s = bf16x8(rec.add(SCALE_OFFSET + 2 * col));
-                    let z = bf16x8(rec.add(ZERO_OFFSET + 2 * col));
                     for m in 0..MR {
                         let i = (r0 + m) * ng + g;
-                        let sum = _mm256_set1_ps(*act.sums.get_unchecked(i));
-                        let f = _mm256_set1_ps(*act.factor.get_unchecked(i));
-                        let t = _mm256_fnmadd_ps(z, sum, _mm256_cvtepi32_ps(acc[m][h]));
                         let dst = tile.as_mut_ptr().add(m * PANEL + col);
-                        let y = _mm256_fmadd_ps(_mm256_mul_ps(s, f), t, _mm256_loadu_ps(dst));
-                        _mm256_storeu_ps(dst, y);
+                        fold(rec, col, acc[m][h], act.sums[i], act.factor[i], dst);
                     }
                 }
                 pass += J;
