@@ -7,6 +7,7 @@
 //! | `w4a16-gemm-avx512bf16` | records dequantized once into 16 KB bf16-pair blocks, 6 × 64 `vdpbf16ps` microkernel ([`dpbf16`]) | prefill |
 //! | `w4a16-gemv-avx2` | f32 FMA, shift/and/convert dequant | decode, prefill fallback |
 //! | `w4a16-gemm-avx2` | record halves dequantized once into 16 KB f32 blocks, 6 × 16 FMA microkernel ([`fma_gemm`]) | prefill |
+//! | `w4a16-gemv-avx2-i16` | `vpmaddwd` on shifted/masked codes × block-FP i16 activations ([`avx2_i16`]) | decode |
 //! | `w4a16-gemm-amx` | dequantized half-panels × `TDPBF16PS` ([`w4a16_amx`](crate::kernels::x86::amx::w4a16)) | prefill |
 //!
 //! The GEMV-style kernels split work by 64-column panels (split-K over groups when there are
@@ -14,7 +15,9 @@
 //! row blocks of 4. Each entry point is an `unsafe fn` with the registry's `W4A16Fn`
 //! signature: the caller (the registry's `Ready`) has checked CPU support and shapes.
 
+pub(crate) mod avx2_i16;
 pub(crate) mod avx512bf16;
+mod bfp16;
 pub(crate) mod fma;
 
 use crate::kernels::acts::Bf16Rows;
@@ -102,6 +105,40 @@ pub unsafe fn gemm_avx2(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out: &
         &fma_gemm::Dequant::new(v, w),
         out,
     );
+}
+
+/// `w4a16-gemv-avx2-i16`: activations as block-FP i16 per group, `vpmaddwd` GEMV. A call
+/// whose activations hold a NaN or an infinity (no block-FP form) runs `w4a16-gemv-avx2`,
+/// which propagates them like the reference.
+///
+/// # Safety
+///
+/// The CPU runs AVX2 and FMA; shapes agree.
+pub unsafe fn gemv_avx2_i16(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out: &mut [f32]) {
+    let Some(v) = Avx2::new() else { return };
+    if x.k != w.k() {
+        return;
+    }
+    let done = bfp16::with_bfp(v, x, |act| {
+        run_panels(
+            pool,
+            x.m,
+            w.n(),
+            w.panels(),
+            w.groups(),
+            MIN_SPLIT_GROUPS,
+            out,
+            |p, groups, r0, mr, tile| {
+                // SAFETY: `v` proves AVX2 + FMA.
+                let done = unsafe { avx2_i16::block(v, w.panel(p), groups, act, r0, mr, tile) };
+                debug_assert!(done, "W4A16 block refused its operands");
+            },
+        );
+    });
+    if done.is_none() {
+        // SAFETY: the same features and shapes.
+        unsafe { gemv_avx2(pool, w, x, out) };
+    }
 }
 
 /// `w4a16-gemv-avx512` (FMA with `vpermps` LUT dequantization).
@@ -220,6 +257,19 @@ pub static GEMM_AVX2: Variant = Variant {
     requires: &[Feature::Avx2, Feature::Fma],
     rank: 12,
     kernel: KernelFn::W4A16(gemm_avx2),
+};
+
+/// Registry entry: AVX2 `vpmaddwd` GEMV on block-FP activations (decode). Its unit is the
+/// W4A16 path's AVX2 one (`avx2-fma`): the registry keeps the int8 units for the W4A8
+/// kernels, and at M ≤ 4 the roofline that matters is bandwidth.
+pub static GEMV_AVX2_I16: Variant = Variant {
+    name: "w4a16-gemv-avx2-i16",
+    isa: "avx2",
+    unit: Unit::Avx2Fma,
+    phases: &[Phase::Decode],
+    requires: &[Feature::Avx2, Feature::Fma],
+    rank: 11,
+    kernel: KernelFn::W4A16(gemv_avx2_i16),
 };
 
 /// Registry entry: AVX-512 FMA GEMV with LUT dequantization (also the non-AMX prefill).

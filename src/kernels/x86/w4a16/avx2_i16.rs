@@ -1,0 +1,274 @@
+//! W4A16 decode GEMV on AVX2 integer multiply-adds (`w4a16-gemv-avx2-i16`): 4-bit codes
+//! × 16-bit block-FP activations ([`bfp16`](super::bfp16)) with `vpmaddwd`, the zero point
+//! folded per group in f32.
+//!
+//! Why: the f32 GEMV (`w4a16-gemv-avx2`) needs at least three vector µops per 8 weights
+//! (code to f32, convert, FMA) and is compute-bound on AVX2 hosts. Here the packed codes
+//! become i16 operands with shifts and masks only. Per octet (8 k) and 32-byte half
+//! (8 columns) `x` of a P64·G128 record, each 16-bit word of column c holds two bytes
+//! `t, t+1` (t = 0, 2), i.e. codes k t, k t+4, k t+1, k t+5 in its four nibbles, so
+//!
+//! | operand | per column dword (two i16) | activation pair (dword of the octet) |
+//! |---|---|---|
+//! | `x & 0x000F` | q0, q2 | a0, a2 |
+//! | `(x >> 4) & 0x000F` | q4, q6 | a4, a6 |
+//! | `(x >> 8) & 0x000F` | q1, q3 | a1, a3 |
+//! | `x >> 12` | q5, q7 | a5, a7 |
+//!
+//! and one `vpmaddwd` per operand against the broadcast pair gives each column's partial
+//! sum in its own dword, in column order (no horizontal adds). That is 3 shifts, 3 ands,
+//! 4 `vpmaddwd` and 4 adds per 64 weights, against 8 `vpshufb`/convert/FMA triples on the
+//! f32 path (on a Zen 2 the loop runs about 5.4 cycles per 64 weights and row with the
+//! record in L2; the `vpmaddwd`s bound it, so more rows per pass barely help).
+//!
+//! Exactness: the int32 dot product `D = Σ q_w·q_a` of a (column, group) is exact
+//! (|D| ≤ 128 · 15 · 32 640 < 2^26); it is rounded once to f32 (relative 2^-24), and the
+//! fold `y += (s·f)·(D − z·Σq_a)` (f = 2^(e−14), the group's activation factor) rounds as the
+//! FMA kernel's does. The only other error is the activation rounding of the block-FP form:
+//! values within 2^7 of the group's largest are exact, smaller ones are off by at most
+//! 2^-15 of the largest (see `bfp16`). `verify`'s W4A16 bound holds that for realistic data
+//! (Gaussian activations, outliers) with a wide margin, but a constructed group of values
+//! just under rounding midpoints can exceed it (docs/kernels.md, AVX2 W4A16 decode).
+//!
+//! Register blocking: one row takes all 64 columns per pass over the octets (8 int32
+//! accumulators) and broadcasts its 4 activation pairs per octet straight from the prepared
+//! row; two rows take 32 columns (two passes), three or four rows 16 (four passes; the
+//! record is in L1 after the first), reading pairs broadcast once per (row, group) into a
+//! stack block as memory operands (as `w4a8-avx2`'s four-row path does). The next record
+//! of the panel is prefetched during the first pass (from DRAM the hardware alone left the
+//! GEMV at about 20 GB/s with 2 threads on the Zen 2, against 24-26 with it).
+
+use core::arch::x86_64::*;
+use core::ops::Range;
+
+use super::bfp16::ActBfp16;
+use crate::kernels::pack::{RECORD_BYTES, SCALE_OFFSET, ZERO_OFFSET};
+use crate::kernels::panel_split::{MR_MAX, PANEL, Tile};
+use crate::kernels::weights::GROUP;
+use crate::kernels::x86::lanes::Avx2;
+use crate::kernels::x86::prefetch::NextBlock;
+
+/// Bytes of codes per octet (8 k) of a record: 64 columns × 4 bytes.
+const OCTET_BYTES: usize = 256;
+/// 8-column halves (32 bytes of an octet) per record.
+const HALVES: usize = 8;
+/// Activation pairs (dwords) per group and row.
+const PAIRS: usize = GROUP / 2;
+
+/// Eight little-endian bf16 at `p` widened to f32.
+///
+/// # Safety
+///
+/// 16 bytes are readable at `p`; AVX2 is enabled in the caller.
+#[inline(always)]
+unsafe fn bf16x8(p: *const u8) -> __m256 {
+    // SAFETY: the caller's contract; unaligned load.
+    unsafe {
+        let h = _mm_loadu_si128(p.cast());
+        _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(h)))
+    }
+}
+
+/// The zero fold of one group into 8 outputs: `dst += (s·f)·(D − z·Σq)` for columns
+/// `col..col+8` of the record at `rec`.
+///
+/// # Safety
+///
+/// `rec` is a whole record, `col + 8 ≤ 64`, 32 bytes are writable at `dst`; AVX2 + FMA are
+/// enabled in the caller.
+#[inline(always)]
+unsafe fn fold(rec: *const u8, col: usize, d: __m256i, sum: f32, f: f32, dst: *mut f32) {
+    // SAFETY: the caller's contract (scales and zeros of columns col..col+8 are inside the
+    // record); unaligned loads and store.
+    unsafe {
+        let s = bf16x8(rec.add(SCALE_OFFSET + 2 * col));
+        let z = bf16x8(rec.add(ZERO_OFFSET + 2 * col));
+        let t = _mm256_fnmadd_ps(z, _mm256_set1_ps(sum), _mm256_cvtepi32_ps(d));
+        let sf = _mm256_mul_ps(s, _mm256_set1_ps(f));
+        _mm256_storeu_ps(dst, _mm256_fmadd_ps(sf, t, _mm256_loadu_ps(dst)));
+    }
+}
+
+/// Rows `r0..r0+MR` of one panel over `groups`, `J` halves (8 columns each) per pass, into
+/// `tile[m][64]`.
+///
+/// # Safety
+///
+/// Called from a function with AVX2 + FMA enabled; `panel` holds records `0..groups.end`;
+/// `act` holds rows `r0..r0+MR` and groups `0..groups.end` (checked by [`in_bounds`]).
+#[allow(clippy::needless_range_loop)] // index loops mirror the register blocking
+#[inline(always)]
+unsafe fn micro<const MR: usize, const J: usize>(
+    panel: *const u8,
+    groups: Range<usize>,
+    act: &ActBfp16,
+    r0: usize,
+    tile: &mut Tile,
+) {
+    let (k, ng) = (act.k, act.groups());
+    tile[..MR * PANEL].fill(0.0);
+    // SAFETY: (whole body) AVX2 + FMA are enabled in the caller; record offsets stay below
+    // RECORD_BYTES inside records `0..groups.end` of the panel, activation offsets inside
+    // rows r0..r0+MR and groups `0..groups.end`, tile offsets below MR·64 (this function's
+    // contract).
+    unsafe {
+        let mask = _mm256_set1_epi16(0x000F);
+        let mut pairs = [[_mm256_setzero_si256(); PAIRS]; MR];
+        let end = groups.end;
+        for g in groups {
+            let rec = panel.add(g * RECORD_BYTES);
+            // The next record of the panel streams in while this one runs (the panel's
+            // first record of a task and the next panel's are left to the hardware).
+            let mut next = NextBlock::new(
+                (g + 1 < end)
+                    .then(|| core::slice::from_raw_parts(rec.add(RECORD_BYTES), RECORD_BYTES)),
+            );
+            let row0 = act.q.as_ptr().add(r0 * k + g * GROUP).cast::<i32>();
+            // One row broadcasts its pairs per octet straight from `act` (no stack block).
+            for m in 0..MR {
+                if MR == 1 {
+                    break;
+                }
+                let row = act.q.as_ptr().add((r0 + m) * k + g * GROUP).cast::<i32>();
+                for d in 0..PAIRS {
+                    pairs[m][d] = _mm256_set1_epi32(row.add(d).read_unaligned());
+                }
+            }
+            let mut pass = 0;
+            while pass < HALVES {
+                let mut acc = [[_mm256_setzero_si256(); J]; MR];
+                for o in 0..GROUP / 8 {
+                    let direct: [__m256i; 4] = core::array::from_fn(|i| {
+                        _mm256_set1_epi32(row0.add(4 * o + i).read_unaligned())
+                    });
+                    if pass == 0 {
+                        next.advance(5); // 16 octets × 5 ≥ 68 lines
+                    }
+                    for h in 0..J {
+                        let x = _mm256_loadu_si256(
+                            rec.add(o * OCTET_BYTES + (pass + h) * 32).cast::<__m256i>(),
+                        );
+                        let c0 = _mm256_and_si256(x, mask);
+                        let c1 = _mm256_and_si256(_mm256_srli_epi16::<4>(x), mask);
+                        let c2 = _mm256_and_si256(_mm256_srli_epi16::<8>(x), mask);
+                        let c3 = _mm256_srli_epi16::<12>(x);
+                        for m in 0..MR {
+                            let p = if MR == 1 {
+                                &direct[..]
+                            } else {
+                                &pairs[m][4 * o..4 * o + 4]
+                            };
+                            let s01 = _mm256_add_epi32(
+                                _mm256_madd_epi16(c0, p[0]),
+                                _mm256_madd_epi16(c1, p[1]),
+                            );
+                            let s23 = _mm256_add_epi32(
+                                _mm256_madd_epi16(c2, p[2]),
+                                _mm256_madd_epi16(c3, p[3]),
+                            );
+                            acc[m][h] = _mm256_add_epi32(acc[m][h], _mm256_add_epi32(s01, s23));
+                        }
+                    }
+                }
+                for h in 0..J {
+                    let col = (pass + h) * 8;
+                    for m in 0..MR {
+                        let i = (r0 + m) * ng + g;
+                        let dst = tile.as_mut_ptr().add(m * PANEL + col);
+                        fold(rec, col, acc[m][h], act.sums[i], act.factor[i], dst);
+                    }
+                }
+                pass += J;
+            }
+        }
+    }
+}
+
+/// Checks the slice bounds the microkernel relies on.
+fn in_bounds(panel: &[u8], groups: &Range<usize>, act: &ActBfp16, r0: usize, mr: usize) -> bool {
+    (1..=MR_MAX).contains(&mr)
+        && groups.end <= act.groups()
+        && panel.len() >= groups.end * RECORD_BYTES
+        && r0 + mr <= act.m
+        && act.q.len() == act.m * act.k
+        && act.sums.len() == act.m * act.groups()
+        && act.factor.len() == act.sums.len()
+}
+
+/// Rows `r0..r0+mr` of one panel over `groups`, into `tile` (overwritten). Returns `false`
+/// (and computes nothing) if the slices do not cover the request.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) fn block(
+    _v: Avx2,
+    panel: &[u8],
+    groups: Range<usize>,
+    act: &ActBfp16,
+    r0: usize,
+    mr: usize,
+    tile: &mut Tile,
+) -> bool {
+    if !in_bounds(panel, &groups, act, r0, mr) {
+        return false;
+    }
+    let p = panel.as_ptr();
+    // SAFETY: `_v` proves AVX2 + FMA, enabled on this fn; bounds checked above.
+    unsafe {
+        match mr {
+            1 => micro::<1, 8>(p, groups, act, r0, tile),
+            2 => micro::<2, 4>(p, groups, act, r0, tile),
+            3 => micro::<3, 2>(p, groups, act, r0, tile),
+            _ => micro::<4, 2>(p, groups, act, r0, tile),
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::kernels::acts::Bf16Rows;
+    use crate::kernels::bf16::Bf16;
+    use crate::kernels::pack::PackedW4;
+    use crate::kernels::registry::by_name;
+    use crate::kernels::tests::pool;
+    use crate::kernels::weights::{Scheme, quantize};
+
+    /// NaN and ±Inf have no block-FP form: the call runs the f32 GEMV, which propagates
+    /// them as the reference does, bit for bit.
+    #[test]
+    fn non_finite_activations_run_the_f32_gemv() {
+        let (Ok(i16), Ok(f32)) = (
+            by_name("w4a16-gemv-avx2-i16").and_then(|v| v.ready()),
+            by_name("w4a16-gemv-avx2").and_then(|v| v.ready()),
+        ) else {
+            eprintln!("SKIPPED w4a16-gemv-avx2-i16: no AVX2 + FMA");
+            return;
+        };
+        let (m, n, k) = (2, 70, 256);
+        let w: Vec<f32> = (0..n * k)
+            .map(|i| ((i * 7919) % 41) as f32 - 20.0)
+            .collect();
+        let packed = PackedW4::pack(&quantize(&w, n, k, Scheme::Asymmetric).expect("finite"));
+        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            let mut x: Vec<Bf16> = (0..m * k)
+                .map(|i| Bf16::from_f32(i as f32 / 64.0))
+                .collect();
+            x[k + 130] = Bf16::from_f32(bad);
+            let rows = Bf16Rows::new(&x, m, k).expect("shape");
+            let mut got = vec![0.0f32; m * n];
+            let mut want = vec![1.0f32; m * n];
+            i16.w4a16(pool(2), &packed, rows, &mut got).expect("shapes");
+            f32.w4a16(pool(2), &packed, rows, &mut want)
+                .expect("shapes");
+            assert!(
+                got[..n].iter().all(|v| v.is_finite()),
+                "{bad}: row 0 is finite"
+            );
+            assert!(
+                got[n..].iter().any(|v| !v.is_finite()),
+                "{bad}: row 1 propagates"
+            );
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "{bad}");
+        }
+    }
+}
