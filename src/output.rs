@@ -1,5 +1,6 @@
 //! Output helpers shared by every command: the one table preset, the JSON writer,
-//! stdout writing, and how bytes, milliseconds and percentages are shown.
+//! stdout writing, the stdin-from-a-terminal hint, and how bytes, milliseconds and
+//! percentages are shown.
 //!
 //! Formatting lives here so that a figure reads the same wherever it appears; what to
 //! show stays with the domain renderers (`plan::render`, `bench::report`,
@@ -11,6 +12,22 @@ use comfy_table::{Table, presets::ASCII_MARKDOWN};
 use serde::Serialize;
 
 const MIB: f64 = 1024.0 * 1024.0;
+
+/// The stderr line for `-` (read `what` from stdin) when stdin is a terminal, where the
+/// read would otherwise wait with nothing said; `None` for a pipe or a file.
+pub fn stdin_terminal_hint(what: &str, is_terminal: bool) -> Option<String> {
+    is_terminal.then(|| {
+        format!("edgeplan: reading {what} from stdin, a terminal: paste, then press Ctrl-D")
+    })
+}
+
+/// Prints [`stdin_terminal_hint`] for the process's stdin.
+pub fn hint_if_stdin_is_terminal(what: &str) {
+    use std::io::IsTerminal;
+    if let Some(line) = stdin_terminal_hint(what, std::io::stdin().is_terminal()) {
+        eprintln!("{line}");
+    }
+}
 
 /// A new table in the crate's one preset (Markdown-compatible ASCII).
 pub fn table() -> Table {
@@ -128,6 +145,9 @@ mod tests {
     fn percent_and_json_and_table() {
         assert_eq!(percent(Some(82.4)), "82%");
         assert_eq!(percent(None), "-");
+        assert_eq!(stdin_terminal_hint("a profile", false), None);
+        let hint = stdin_terminal_hint("a profile", true).expect("a terminal gets a hint");
+        assert!(hint.contains("a profile") && hint.contains("Ctrl-D") && !hint.contains('\n'));
         assert_eq!(json_text(&[1]).unwrap(), "[\n  1\n]\n");
         let mut t = table();
         t.set_header(vec!["a"]).add_row(vec!["b"]);

@@ -169,6 +169,7 @@ fn load_profile(
 ) -> anyhow::Result<(Profile, String, Option<serde_json::Value>)> {
     let (text, shown) = match path {
         Some(path) if path.as_os_str() == "-" => {
+            crate::output::hint_if_stdin_is_terminal("the profile");
             let mut bytes = Vec::new();
             std::io::Read::read_to_end(
                 &mut std::io::Read::take(std::io::stdin().lock(), MAX_INPUT_BYTES + 1),

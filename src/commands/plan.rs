@@ -76,7 +76,12 @@ fn gather(
     f: &mut dyn FnMut(input::Item) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     match source {
-        Source::Profiles(specs) => input::for_each(specs, &mut std::io::stdin().lock(), f),
+        Source::Profiles(specs) => {
+            if specs.iter().any(|s| s.as_os_str() == "-") {
+                crate::output::hint_if_stdin_is_terminal("profiles");
+            }
+            input::for_each(specs, &mut std::io::stdin().lock(), f)
+        }
         Source::Sysroot(dir) => {
             let shown = dir.display().to_string();
             let profile = input::check_consistent(crate::probe::from_sysroot(dir)?, &shown)?;

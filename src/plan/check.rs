@@ -63,6 +63,7 @@ pub struct Case {
 /// Reads and checks a manifest: 66 when missing, 65 when malformed.
 pub fn read_manifest(path: &Path, catalog: &Catalog) -> anyhow::Result<Vec<Case>> {
     if path.as_os_str() == "-" {
+        crate::output::hint_if_stdin_is_terminal("the manifest");
         let mut bytes = Vec::new();
         std::io::Read::read_to_end(
             &mut std::io::Read::take(std::io::stdin().lock(), MAX_MANIFEST_BYTES + 1),
