@@ -682,3 +682,35 @@ fn a_check_case_with_an_empty_profile_path_is_bad_data_not_a_pass() {
     let line = one_line_naming(&out.stderr, "expect.toml:1");
     assert!(line.contains("profile is empty"), "{line}");
 }
+
+#[test]
+fn a_check_case_lists_a_json_lines_files_rows_in_line_order() {
+    // The ERROR row of a bad line came before every good line's row, whatever its line.
+    let dir = tempfile::tempdir().unwrap();
+    let good = std::fs::read_to_string(fixture("profiles/x86-spr-amx.json")).unwrap();
+    let good: serde_json::Value = serde_json::from_str(&good).unwrap();
+    let good = serde_json::to_string(&good).unwrap();
+    std::fs::write(
+        dir.path().join("fleet.jsonl"),
+        format!("{good}\n{{\"schema_version\": 1}}\n{good}\n"),
+    )
+    .unwrap();
+    let manifest = dir.path().join("expect.toml");
+    std::fs::write(
+        &manifest,
+        "[[case]]\nprofile = \"fleet.jsonl\"\npriority = \"speed\"\nexpect = \"w4a8-amx\"\n",
+    )
+    .unwrap();
+    let out = edgeplan().arg("check").arg(&manifest).output().unwrap();
+    assert_eq!(out.status.code(), Some(65));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let results: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| {
+            ["pass", "FAIL", "ERROR"]
+                .into_iter()
+                .find(|r| l.contains(&format!("| {r}")))
+        })
+        .collect();
+    assert_eq!(results, ["pass", "ERROR", "pass"], "{stdout}");
+}

@@ -158,28 +158,43 @@ pub fn run_cases(
     let (mut passed, mut failed) = (0usize, 0usize);
     let mut first_error: Option<Exit> = None;
     for case in cases {
-        let loaded = input::load(&[base.join(&case.profile)], &mut std::io::empty());
-        for e in &loaded.errors {
-            writeln!(
-                err,
-                "edgeplan: {}:{}: case profile: {e:#}",
-                manifest.display(),
-                case.line
-            )?;
-            first_error.get_or_insert(exit_for(e));
-            failed += 1;
-            let row = [
-                &case.line.to_string(),
-                &case.profile,
-                "-",
-                case.priority.as_str(),
-                &case.expect,
-                "-",
-                "ERROR",
-            ];
-            table.add_row(row.map(str::to_string).to_vec());
-        }
-        for one in &loaded.profiles {
+        // Rows in the order the inputs give them (a JSON Lines file's bad line between its
+        // good ones stays there).
+        let mut items = Vec::new();
+        let _ = input::for_each(
+            &[base.join(&case.profile)],
+            &mut std::io::empty(),
+            &mut |item| {
+                items.push(item);
+                Ok(())
+            },
+        );
+        for item in items {
+            let one = match item {
+                Ok(one) => one,
+                Err(bad) => {
+                    let e = bad.error;
+                    writeln!(
+                        err,
+                        "edgeplan: {}:{}: case profile: {e:#}",
+                        manifest.display(),
+                        case.line
+                    )?;
+                    first_error.get_or_insert(exit_for(&e));
+                    failed += 1;
+                    let row = [
+                        &case.line.to_string(),
+                        &case.profile,
+                        "-",
+                        case.priority.as_str(),
+                        &case.expect,
+                        "-",
+                        "ERROR",
+                    ];
+                    table.add_row(row.map(str::to_string).to_vec());
+                    continue;
+                }
+            };
             let plan = decide(&one.profile, case.priority, catalog);
             let ok = plan.path.name == case.expect;
             if ok {

@@ -40,7 +40,9 @@ pub struct InputError {
     pub error: anyhow::Error,
 }
 
-/// Everything read from the `--profile` arguments: the good and the bad.
+/// Everything read from one input, the good and the bad (the unit tests' view; the
+/// commands stream with [`for_each`]).
+#[cfg(test)]
 #[derive(Debug, Default)]
 pub struct Inputs {
     pub profiles: Vec<Loaded>,
@@ -49,19 +51,6 @@ pub struct Inputs {
 
 /// What [`for_each`] hands over, one input at a time.
 pub type Item = Result<Loaded, InputError>;
-
-/// Reads every `--profile` argument into memory (for `check`'s few profiles).
-pub fn load(specs: &[PathBuf], stdin: &mut dyn BufRead) -> Inputs {
-    let mut inputs = Inputs::default();
-    let _ = for_each(specs, stdin, &mut |item| {
-        match item {
-            Ok(one) => inputs.profiles.push(one),
-            Err(e) => inputs.errors.push(e.error),
-        }
-        Ok(())
-    });
-    inputs
-}
 
 /// Streams every `--profile` argument to `f`, one profile or error at a time; `stdin`
 /// serves `-`. Stops at the first error `f` returns.
