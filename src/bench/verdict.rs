@@ -214,10 +214,12 @@ pub fn decide(input: VerdictInput<'_>) -> Verdict {
         return v;
     };
     v.planned_bench_path = Some(path);
+    // AMX serves prefill only (decode is a GEMV on every AMX host, as in vLLM and
+    // llama.cpp): the note is for a host where no row of the path ran an AMX kernel.
+    let rows_of_path = || results.iter().filter(|r| r.path == path);
     if plan.name.contains("amx")
-        && results
-            .iter()
-            .any(|r| r.path == path && !r.kernel.contains("amx"))
+        && rows_of_path().next().is_some()
+        && !rows_of_path().any(|r| r.kernel.contains("amx"))
     {
         v.notes.push(format!(
             "{} names AMX, but this host measured {path} without AMX kernels: the figures describe this host's fallback, not the planned kernel",
@@ -773,6 +775,20 @@ mod tests {
         assert_eq!(v.status, Status::Confirmed);
         assert!(
             v.notes.iter().any(|n| n.contains("without AMX")),
+            "{:?}",
+            v.notes
+        );
+    }
+
+    #[test]
+    fn amx_prefill_with_a_gemv_decode_gets_no_fallback_note() {
+        let rows = [
+            r(W4A8, Decode, 50.0, 0.1, "w4a8-avx512vnni"),
+            r(W4A8, Prefill, 300.0, 1.0, "w4a8-amx"),
+        ];
+        let v = decide_with(plan("w4a8-amx", "speed"), &rows, &[]);
+        assert!(
+            !v.notes.iter().any(|n| n.contains("without AMX")),
             "{:?}",
             v.notes
         );
