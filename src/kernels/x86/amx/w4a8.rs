@@ -1,21 +1,27 @@
-//! W4A8 prefill on AMX-INT8 (kernels.md §4.3): 2×2 C tiles (32 rows × 32 columns), B tiles
-//! unpacked from the P64·G128 record into a 4 KB L1 buffer once per (M-chunk, half-panel,
-//! group), `tdpbsud` (A = int8 activations, B = u8 codes 0..15), per-group `tilestored` and an
-//! f32 epilogue `acc += (D − z·A)·(s_w·s_a)` that runs on the **previous** M-block's C buffer
+//! W4A8 prefill on AMX-INT8 (kernels.md §4.3): per (M-chunk, half-panel, group), the four B
+//! tiles (32 columns × 128 k) are unpacked from the P64·G128 record and loaded into tile
+//! registers once; then every 16-row block of the chunk loads its two A tiles and runs four
+//! `tdpbsud` into two C tiles (A = int8 activations, B = u8 codes 0..15), stored per group,
+//! and an f32 epilogue `acc += (D − z·A)·(s_w·s_a)` runs on the **previous** block's C buffer
 //! while the current block's TDPs are in flight (two C buffers, ggml-style).
+//!
+//! Why B stays resident: tile registers are not renamed, so a tile load waits for every TDP
+//! that still reads the register. The earlier 2×2 block (A and B reloaded for each 32-row
+//! block) spent 187 ns per 32 × 32 × 128 on the first AMX host with its operands in L1, the
+//! TDPs alone 43 ns; with B resident two 16-row blocks take 88 ns.
 //!
 //! The activation codes are repacked once per worker and call into tile order ([`TiledActs`]):
 //! per 32-row block and group, the four A tiles (row block × k-step of 64) of 1 KB each, one
 //! after the other, so a tile load reads 1 KB in one run instead of 16 rows K bytes apart (on
 //! the first AMX host the same change made the AMX-BF16 kernels 15 % faster). B is unpacked with
-//! AVX-512 and the next group's record is prefetched while the current one is in use.
+//! AVX-512; the records come in by the hardware prefetchers (software prefetch of the next
+//! record, all 34 lines at once, made the kernel slower; spread over the row blocks, no faster).
 //!
-//! Tile config (palette 1): tmm0/1 = A (16 rows × 64 B), tmm2/3 = B (16 k-quads × 64 B),
-//! tmm4–7 = C (16 × 16 int32). Tiles 8–15 and reserved bytes are zero. Each worker loads the
+//! Tile config (palette 1): tmm0/1 = A (k-steps 0/1, 16 rows × 64 B), tmm2–5 = B (columns
+//! 0–15 k-steps 0/1, columns 16–31 k-steps 0/1; 16 k-quads × 64 B), tmm6/7 = C (16 × 16 int32). Tiles 8–15 and reserved bytes are zero. Each worker loads the
 //! config itself at the start of every call (the shared static in `tile.rs`, `tile::load`)
 //! and releases the tiles at the end. Rows past M come from [`QuantActs`]' zero padding (to a
-//! multiple of 16, and to 32 in the tiled copy), so partial M needs no reconfiguration; a block
-//! with at most 16 live rows runs the 1×2 tile shape.
+//! multiple of 16, and to 32 in the tiled copy), so partial M needs no reconfiguration.
 //!
 //! The tile operations sit behind the [`Tiles`] trait: [`Amx`] issues the instructions,
 //! [`Emulated`] computes the same TDPBSUD semantics in scalar code. The emulator lets the
@@ -59,6 +65,10 @@ const M_CHUNK: usize = 128;
 const HALF: usize = 32;
 /// Bytes of one tile (16 rows × 64 B).
 const TILE: usize = 1024;
+/// Rows of one block: one A tile.
+const BLOCK_ROWS: usize = 16;
+/// int32 values of one block's C (two 16 × 16 tiles).
+const C_LEN: usize = 2 * 256;
 
 /// What the driver needs from a tile engine.
 pub(super) trait Tiles: Sync {
@@ -66,28 +76,34 @@ pub(super) trait Tiles: Sync {
     fn begin(&self);
     /// Called by each worker after its last block in a call.
     fn end(&self);
-    /// `C[rb][jj] = Σ_{s<2} A[rb][s] · B[jj][s]` for `rb < row_blocks` (1 or 2): A tile
-    /// (rb, s) at `a[(2·rb + s)·1024..]`, B tile (jj, s) at `b[(2·jj + s)·1024..]` (both
-    /// 16 rows × 64 B, row stride 64 B), C tile (rb, jj) stored at `c[(2·rb + jj)·256..]`
-    /// (16 × 16 int32, row stride 64 B).
+    /// Makes `b` the B operand of the blocks that follow: the 4 tiles of one half-panel and
+    /// group, tile (jj, s) at `b[(2·jj + s)·1024..]` (16 k-quads × 64 B). The hardware keeps
+    /// them in tile registers for every row block of the group.
+    fn load_b(&self, b: &[u8; 4 * TILE]);
+    /// `C[jj] = Σ_{s<2} A[s] · B[jj][s]` for one 16-row block: A tile s at `a[s·1024..]`
+    /// (16 rows × 64 B), C tile jj stored at `c[jj·256..]` (16 × 16 int32). `b` is what the
+    /// last [`Tiles::load_b`] received (the emulator reads it from here). `between` runs
+    /// after the block's TDPs are issued and before its C tiles are stored: the previous
+    /// block's epilogue then overlaps these TDPs. It must not touch `c`.
     ///
     /// # Safety
-    /// `a` is valid for reads of `2·row_blocks·1024` bytes.
+    /// `a` is valid for reads of 2048 bytes; on this thread `begin` ran and `load_b(b)` was
+    /// the last B load.
     unsafe fn block(
         &self,
         a: *const i8,
-        row_blocks: usize,
         b: &[u8; 4 * TILE],
-        c: &mut [i32; 4 * 256],
+        c: &mut [i32; C_LEN],
+        between: &mut dyn FnMut(),
     );
     /// `acc[r][jj·16 + col] += (D − z·A_r)·(s_w·s_a,r)` for `r < rows` of a stored C block,
     /// with `ctx` giving the per-row activation scale and sum and the per-column scale/zero.
-    fn epilogue(&self, c: &[i32; 4 * 256], ctx: &EpilogueCtx<'_>, acc: &mut [f32]);
+    fn epilogue(&self, c: &[i32; C_LEN], ctx: &EpilogueCtx<'_>, acc: &mut [f32]);
 }
 
 /// Per-block epilogue inputs.
 pub(super) struct EpilogueCtx<'a> {
-    /// Live rows of the block (≤ 32).
+    /// Live rows of the block (≤ 16).
     pub rows: usize,
     /// Activation scale per live row.
     pub sa: &'a [f32],
@@ -125,91 +141,74 @@ impl Tiles for Amx {
         unsafe { tile::release() }
     }
 
-    unsafe fn block(
-        &self,
-        a: *const i8,
-        row_blocks: usize,
-        b: &[u8; 4 * TILE],
-        c: &mut [i32; 4 * 256],
-    ) {
-        let (bp, cp) = (b.as_ptr(), c.as_mut_ptr());
-        if row_blocks == 2 {
-            // SAFETY: AMX usable (an `Amx` exists); tiles configured by `begin` on this thread
-            // (the driver calls `begin` before any block); A reads stay inside the
-            // caller's contract (4 tiles of 1 KB), B/C are the 4 KB buffers passed in.
-            // The stride is the index register of every tileloadd/tilestored (pitfall 2).
-            unsafe {
-                asm!(
-                    "tilezero tmm4",
-                    "tilezero tmm5",
-                    "tilezero tmm6",
-                    "tilezero tmm7",
-                    "tileloadd tmm0, [{a} + {ldb}*1]",
-                    "tileloadd tmm1, [{a} + {ldb}*1 + 2048]",
-                    "tileloadd tmm2, [{b} + {ldb}*1]",
-                    "tileloadd tmm3, [{b} + {ldb}*1 + 2048]",
-                    "tdpbsud tmm4, tmm0, tmm2",
-                    "tdpbsud tmm5, tmm0, tmm3",
-                    "tdpbsud tmm6, tmm1, tmm2",
-                    "tdpbsud tmm7, tmm1, tmm3",
-                    "tileloadd tmm0, [{a} + {ldb}*1 + 1024]",
-                    "tileloadd tmm1, [{a} + {ldb}*1 + 3072]",
-                    "tileloadd tmm2, [{b} + {ldb}*1 + 1024]",
-                    "tileloadd tmm3, [{b} + {ldb}*1 + 3072]",
-                    "tdpbsud tmm4, tmm0, tmm2",
-                    "tdpbsud tmm5, tmm0, tmm3",
-                    "tdpbsud tmm6, tmm1, tmm2",
-                    "tdpbsud tmm7, tmm1, tmm3",
-                    "tilestored [{c} + {ldb}*1], tmm4",
-                    "tilestored [{c} + {ldb}*1 + 1024], tmm5",
-                    "tilestored [{c} + {ldb}*1 + 2048], tmm6",
-                    "tilestored [{c} + {ldb}*1 + 3072], tmm7",
-                    a = in(reg) a,
-                    b = in(reg) bp,
-                    ldb = in(reg) 64usize,
-                    c = in(reg) cp,
-                    out("tmm0") _, out("tmm1") _, out("tmm2") _, out("tmm3") _,
-                    out("tmm4") _, out("tmm5") _, out("tmm6") _, out("tmm7") _,
-                    options(nostack, preserves_flags),
-                );
-            }
-        } else {
-            // SAFETY: as above with the 2 tiles of row block 0.
-            unsafe {
-                asm!(
-                    "tilezero tmm4",
-                    "tilezero tmm5",
-                    "tileloadd tmm0, [{a} + {ldb}*1]",
-                    "tileloadd tmm2, [{b} + {ldb}*1]",
-                    "tileloadd tmm3, [{b} + {ldb}*1 + 2048]",
-                    "tdpbsud tmm4, tmm0, tmm2",
-                    "tdpbsud tmm5, tmm0, tmm3",
-                    "tileloadd tmm0, [{a} + {ldb}*1 + 1024]",
-                    "tileloadd tmm2, [{b} + {ldb}*1 + 1024]",
-                    "tileloadd tmm3, [{b} + {ldb}*1 + 3072]",
-                    "tdpbsud tmm4, tmm0, tmm2",
-                    "tdpbsud tmm5, tmm0, tmm3",
-                    "tilestored [{c} + {ldb}*1], tmm4",
-                    "tilestored [{c} + {ldb}*1 + 1024], tmm5",
-                    a = in(reg) a,
-                    b = in(reg) bp,
-                    ldb = in(reg) 64usize,
-                    c = in(reg) cp,
-                    out("tmm0") _, out("tmm2") _, out("tmm3") _, out("tmm4") _, out("tmm5") _,
-                    options(nostack, preserves_flags),
-                );
-            }
+    fn load_b(&self, b: &[u8; 4 * TILE]) {
+        // SAFETY: AMX usable (an `Amx` exists); the driver calls `begin` before any B load;
+        // the four loads read the 4 KB of `b` (stride in the index register, pitfall 2).
+        // tmm2 = (jj 0, s 0), tmm3 = (0, 1), tmm4 = (1, 0), tmm5 = (1, 1).
+        unsafe {
+            asm!(
+                "tileloadd tmm2, [{b} + {ld}*1]",
+                "tileloadd tmm3, [{b} + {ld}*1 + 1024]",
+                "tileloadd tmm4, [{b} + {ld}*1 + 2048]",
+                "tileloadd tmm5, [{b} + {ld}*1 + 3072]",
+                b = in(reg) b.as_ptr(),
+                ld = in(reg) 64usize,
+                out("tmm2") _, out("tmm3") _, out("tmm4") _, out("tmm5") _,
+                options(nostack, preserves_flags),
+            );
         }
     }
 
-    fn epilogue(&self, c: &[i32; 4 * 256], ctx: &EpilogueCtx<'_>, acc: &mut [f32]) {
+    unsafe fn block(
+        &self,
+        a: *const i8,
+        _b: &[u8; 4 * TILE],
+        c: &mut [i32; C_LEN],
+        between: &mut dyn FnMut(),
+    ) {
+        // SAFETY: AMX usable (an `Amx` exists); `begin` configured the tiles and `load_b` put
+        // B in tmm2–5 on this thread (caller's contract); A reads stay in the 2 KB at `a`,
+        // the stores in the 2 KB of `c`. Tile registers keep their contents between the two
+        // `asm!` blocks: the compiler never allocates them and `between` runs AVX-512 code.
+        unsafe {
+            asm!(
+                "tilezero tmm6",
+                "tilezero tmm7",
+                "tileloadd tmm0, [{a} + {ld}*1]",
+                "tileloadd tmm1, [{a} + {ld}*1 + 1024]",
+                "tdpbsud tmm6, tmm0, tmm2",
+                "tdpbsud tmm7, tmm0, tmm4",
+                "tdpbsud tmm6, tmm1, tmm3",
+                "tdpbsud tmm7, tmm1, tmm5",
+                a = in(reg) a,
+                ld = in(reg) 64usize,
+                out("tmm0") _, out("tmm1") _, out("tmm6") _, out("tmm7") _,
+                options(nostack, preserves_flags),
+            );
+            between();
+            asm!(
+                "tilestored [{c} + {ld}*1], tmm6",
+                "tilestored [{c} + {ld}*1 + 1024], tmm7",
+                c = in(reg) c.as_mut_ptr(),
+                ld = in(reg) 64usize,
+                options(nostack, preserves_flags),
+            );
+        }
+    }
+
+    fn epilogue(&self, c: &[i32; C_LEN], ctx: &EpilogueCtx<'_>, acc: &mut [f32]) {
         // SAFETY: an `Amx` exists only when AVX-512 F and FMA are usable (`new_unchecked`).
         unsafe { epilogue_avx512(c, ctx, acc) }
     }
 }
 
 #[target_feature(enable = "avx512f,fma")]
-fn epilogue_avx512(c: &[i32; 4 * 256], ctx: &EpilogueCtx<'_>, acc: &mut [f32]) {
+fn epilogue_avx512(c: &[i32; C_LEN], ctx: &EpilogueCtx<'_>, acc: &mut [f32]) {
+    let rows = ctx.rows.min(BLOCK_ROWS);
+    if ctx.sa.len() < rows || ctx.big_a.len() < rows || acc.len() < rows * HALF {
+        return;
+    }
+    let (cp, ap) = (c.as_ptr(), acc.as_mut_ptr());
     for jj in 0..2 {
         let col = ctx.col0 + 16 * jj;
         let sw = crate::kernels::x86::w4a8::avx512vnni::bf16x16(
@@ -217,19 +216,16 @@ fn epilogue_avx512(c: &[i32; 4 * 256], ctx: &EpilogueCtx<'_>, acc: &mut [f32]) {
         );
         let z =
             crate::kernels::x86::w4a8::avx512vnni::bf16x16(&ctx.rec[ZERO_OFFSET + 2 * col..][..32]);
-        for r in 0..ctx.rows {
-            let (rb, rr) = (r / 16, r % 16);
-            let src = &c[(2 * rb + jj) * 256 + rr * 16..][..16];
-            let dst = &mut acc[r * HALF + 16 * jj..][..16];
-            // SAFETY: src and dst hold exactly 16 values (unaligned loads/stores).
+        for r in 0..rows {
+            // SAFETY: r < rows ≤ 16, so C tile jj's row r (16 values at jj·256 + 16r < 512),
+            // sa[r], big_a[r] and acc's 16 values at r·32 + 16·jj are in bounds (lengths
+            // checked above); unaligned loads and stores.
             unsafe {
-                let d = _mm512_cvtepi32_ps(_mm512_loadu_si512(src.as_ptr().cast()));
-                let t = _mm512_fnmadd_ps(z, _mm512_set1_ps(ctx.big_a[r]), d);
-                let s = _mm512_mul_ps(sw, _mm512_set1_ps(ctx.sa[r]));
-                _mm512_storeu_ps(
-                    dst.as_mut_ptr(),
-                    _mm512_fmadd_ps(t, s, _mm512_loadu_ps(dst.as_ptr())),
-                );
+                let d = _mm512_cvtepi32_ps(_mm512_loadu_si512(cp.add(jj * 256 + r * 16).cast()));
+                let t = _mm512_fnmadd_ps(z, _mm512_set1_ps(*ctx.big_a.get_unchecked(r)), d);
+                let s = _mm512_mul_ps(sw, _mm512_set1_ps(*ctx.sa.get_unchecked(r)));
+                let o = ap.add(r * HALF + 16 * jj);
+                _mm512_storeu_ps(o, _mm512_fmadd_ps(t, s, _mm512_loadu_ps(o)));
             }
         }
     }
@@ -242,39 +238,37 @@ pub(super) struct Emulated;
 impl Tiles for Emulated {
     fn begin(&self) {}
     fn end(&self) {}
+    fn load_b(&self, _b: &[u8; 4 * TILE]) {}
 
     unsafe fn block(
         &self,
         a: *const i8,
-        row_blocks: usize,
         b: &[u8; 4 * TILE],
-        c: &mut [i32; 4 * 256],
+        c: &mut [i32; C_LEN],
+        between: &mut dyn FnMut(),
     ) {
-        for rb in 0..row_blocks {
-            for jj in 0..2 {
-                for r in 0..16 {
-                    for n in 0..16 {
-                        let mut sum = 0i32;
-                        for s in 0..2 {
-                            for kq in 0..16 {
-                                for t in 0..4 {
-                                    // SAFETY: within the A rows the caller guarantees.
-                                    let av = unsafe {
-                                        *a.add((2 * rb + s) * TILE + r * 64 + 4 * kq + t)
-                                    } as i32;
-                                    let bv = b[(2 * jj + s) * TILE + kq * 64 + 4 * n + t] as i32;
-                                    sum += av * bv;
-                                }
+        for jj in 0..2 {
+            for r in 0..16 {
+                for n in 0..16 {
+                    let mut sum = 0i32;
+                    for s in 0..2 {
+                        for kq in 0..16 {
+                            for t in 0..4 {
+                                // SAFETY: within the 2 KB of A the caller guarantees.
+                                let av = unsafe { *a.add(s * TILE + r * 64 + 4 * kq + t) } as i32;
+                                let bv = b[(2 * jj + s) * TILE + kq * 64 + 4 * n + t] as i32;
+                                sum += av * bv;
                             }
                         }
-                        c[(2 * rb + jj) * 256 + r * 16 + n] = sum;
                     }
+                    c[jj * 256 + r * 16 + n] = sum;
                 }
             }
         }
+        between();
     }
 
-    fn epilogue(&self, c: &[i32; 4 * 256], ctx: &EpilogueCtx<'_>, acc: &mut [f32]) {
+    fn epilogue(&self, c: &[i32; C_LEN], ctx: &EpilogueCtx<'_>, acc: &mut [f32]) {
         for jj in 0..2 {
             for n in 0..16 {
                 let col = ctx.col0 + 16 * jj + n;
@@ -283,7 +277,7 @@ impl Tiles for Emulated {
                     record_zero(ctx.rec, col).to_f32(),
                 );
                 for r in 0..ctx.rows {
-                    let d = c[(2 * (r / 16) + jj) * 256 + (r % 16) * 16 + n] as f32;
+                    let d = c[jj * 256 + r * 16 + n] as f32;
                     let t = (-z).mul_add(ctx.big_a[r], d);
                     let o = &mut acc[r * HALF + 16 * jj + n];
                     *o = t.mul_add(sw * ctx.sa[r], *o);
@@ -346,18 +340,6 @@ fn unpack_b_amx(rec: &[u8], h: usize, b: &mut [u8; 4 * TILE]) {
     unsafe { unpack_b_avx512(rec, h, b) }
 }
 
-/// Asks for the lines of half-panel `h` of a record (its codes, scales and zeros) in L1.
-fn prefetch_record(rec: &[u8], h: usize) {
-    let lines = (0..16)
-        .flat_map(|o| [o * 256 + h * 128, o * 256 + h * 128 + 64])
-        .chain([SCALE_OFFSET + h * 64, ZERO_OFFSET + h * 64]);
-    for at in lines {
-        // SAFETY: `at` < 4352 = the record's length (sliced by the caller); a prefetch never
-        // faults and needs only SSE, part of x86_64.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(rec[at..].as_ptr().cast()) };
-    }
-}
-
 /// The activation codes in tile order (see the module docs): per 32-row block `bl` and group
 /// `g`, 4 KB at `(bl·groups + g)·4096`, tile (rb, s) at `+ (2·rb + s)·1024`, row r at `+ 64·r`.
 struct TiledActs<'a> {
@@ -392,9 +374,11 @@ impl<'a> TiledActs<'a> {
         TiledActs { groups, buf }
     }
 
-    /// The 4 KB of row block `r0 / 32` (r0 a multiple of 32) and group `g`.
-    fn unit(&self, r0: usize, g: usize) -> &[i8] {
-        &self.buf[((r0 / 32) * self.groups + g) * 4 * TILE..][..4 * TILE]
+    /// The two A tiles (k-steps 0 and 1, 2 KB) of rows `r0..r0 + 16` (r0 a multiple of 16)
+    /// and group `g`.
+    fn tiles(&self, r0: usize, g: usize) -> &[i8] {
+        let unit = ((r0 / 32) * self.groups + g) * 4 * TILE;
+        &self.buf[unit + (r0 % 32 / 16) * 2 * TILE..][..2 * TILE]
     }
 }
 
@@ -432,17 +416,27 @@ pub(super) fn w4a8_tiles<T: Tiles>(
         }
         let tiled_bytes = TiledActs::bytes(m, k);
         let mut scratch = wk.scratch(
-            tiled_bytes + 64 + 4 * TILE + 2 * 4 * TILE + M_CHUNK * HALF * 4 + 2 * M_CHUNK * 4,
+            tiled_bytes
+                + 64
+                + 4 * TILE
+                + 2 * C_LEN * 4
+                + M_CHUNK * HALF * 4
+                + 2 * groups * m * 4
+                + 128,
         );
         let tiled = TiledActs::prepare(a, carve(&mut scratch, tiled_bytes));
         let b: &mut [u8] = carve(&mut scratch, 4 * TILE);
         let b: &mut [u8; 4 * TILE] = b.try_into().expect("4 KB B buffer");
-        let cbuf: &mut [i32] = carve(&mut scratch, 2 * 4 * 256);
-        let (c0, c1) = cbuf.split_at_mut(4 * 256);
-        let cs: [&mut [i32; 1024]; 2] = [c0.try_into().expect("C0"), c1.try_into().expect("C1")];
+        let cbuf: &mut [i32] = carve(&mut scratch, 2 * C_LEN);
+        let (c0, c1) = cbuf.split_at_mut(C_LEN);
+        let mut cs: [&mut [i32; C_LEN]; 2] =
+            [c0.try_into().expect("C0"), c1.try_into().expect("C1")];
         let acc: &mut [f32] = carve(&mut scratch, M_CHUNK * HALF);
-        let sa: &mut [f32] = carve(&mut scratch, M_CHUNK);
-        let big_a: &mut [f32] = carve(&mut scratch, M_CHUNK);
+        // Per group, every row's activation scale and code sum, group-major: one contiguous
+        // run per (group, M-chunk) for the epilogues.
+        let sa_all: &mut [f32] = carve(&mut scratch, groups * m);
+        let big_a_all: &mut [f32] = carve(&mut scratch, groups * m);
+        row_factors(a, sa_all, big_a_all);
         tiles.begin();
         for unit in mine {
             let (hp, chunk) = (unit / chunks, unit % chunks);
@@ -453,29 +447,17 @@ pub(super) fn w4a8_tiles<T: Tiles>(
             for g in 0..groups {
                 let rec = w.record(p, g);
                 unpack(rec, h, b);
-                if g + 1 < groups {
-                    prefetch_record(w.record(p, g + 1), h);
-                }
-                for r in 0..rows {
-                    sa[r] = a.scale(m0 + r, g);
-                    big_a[r] = a.sum(m0 + r, g) as f32;
-                }
-                // Double-buffered: TDPs of block i, then the epilogue of block i − 1.
-                let mut prev: Option<(usize, usize, usize)> = None; // (buffer, first row, live rows)
-                for (i, r0) in (0..rows).step_by(32).enumerate() {
-                    let live = 32.min(rows - r0);
-                    let row_blocks = live.div_ceil(16);
-                    let a_unit = tiled.unit(m0 + r0, g);
-                    // SAFETY: `a_unit` holds the 4 KB of this row block and group.
-                    unsafe { tiles.block(a_unit.as_ptr(), row_blocks, b, cs[i % 2]) };
-                    if let Some((buf, pr0, plive)) = prev {
-                        epilogue_at(tiles, &*cs[buf], rec, h, pr0, plive, sa, big_a, acc);
-                    }
-                    prev = Some((i % 2, r0, live));
-                }
-                if let Some((buf, pr0, plive)) = prev {
-                    epilogue_at(tiles, &*cs[buf], rec, h, pr0, plive, sa, big_a, acc);
-                }
+                let group = Group {
+                    rec,
+                    h,
+                    g,
+                    m0,
+                    rows,
+                    sa: &sa_all[g * m + m0..][..rows],
+                    big_a: &big_a_all[g * m + m0..][..rows],
+                };
+                tiles.load_b(b);
+                group_blocks(tiles, &tiled, b, &mut cs, &group, acc);
             }
             let c0 = p * PANEL + h * HALF;
             // SAFETY: each (half-panel, M-chunk) unit, hence each (row, column) range,
@@ -486,24 +468,89 @@ pub(super) fn w4a8_tiles<T: Tiles>(
     });
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Every row's activation scale and code sum per group, group-major (`[g·M + r]`).
+fn row_factors(a: &QuantActs, sa: &mut [f32], big_a: &mut [f32]) {
+    let m = a.m();
+    for (g, (sa, big_a)) in sa
+        .chunks_exact_mut(m)
+        .zip(big_a.chunks_exact_mut(m))
+        .enumerate()
+    {
+        for r in 0..m {
+            sa[r] = a.scale(r, g);
+            big_a[r] = a.sum(r, g) as f32;
+        }
+    }
+}
+
+/// One group of one (half-panel, M-chunk) unit.
+struct Group<'a> {
+    /// The group's record.
+    rec: &'a [u8],
+    /// Half-panel within the panel (0 or 1).
+    h: usize,
+    /// Group index.
+    g: usize,
+    /// First row of the M-chunk.
+    m0: usize,
+    /// Rows of the M-chunk.
+    rows: usize,
+    /// Activation scale per row of the chunk.
+    sa: &'a [f32],
+    /// Activation code sum per row of the chunk.
+    big_a: &'a [f32],
+}
+
+/// Runs every 16-row block of the chunk against the resident B of `group`, each block's
+/// epilogue overlapping the next block's TDPs (two C buffers).
+fn group_blocks<T: Tiles>(
+    tiles: &T,
+    tiled: &TiledActs<'_>,
+    b: &[u8; 4 * TILE],
+    cs: &mut [&mut [i32; C_LEN]; 2],
+    group: &Group<'_>,
+    acc: &mut [f32],
+) {
+    let mut prev: Option<(usize, usize)> = None; // (first row, live rows)
+    for (i, r0) in (0..group.rows).step_by(BLOCK_ROWS).enumerate() {
+        let live = BLOCK_ROWS.min(group.rows - r0);
+        let a_tiles = tiled.tiles(group.m0 + r0, group.g);
+        let [c_even, c_odd] = cs;
+        let (cur, old) = if i % 2 == 0 {
+            (&mut **c_even, &**c_odd)
+        } else {
+            (&mut **c_odd, &**c_even)
+        };
+        let mut epilogue_prev = || {
+            if let Some((pr0, plive)) = prev {
+                epilogue_at(tiles, old, group, pr0, plive, acc);
+            }
+        };
+        // SAFETY: `a_tiles` holds the 2 KB of this block and group; the caller ran begin()
+        // and loaded `b` as the B operand.
+        unsafe { tiles.block(a_tiles.as_ptr(), b, cur, &mut epilogue_prev) };
+        prev = Some((r0, live));
+    }
+    if let Some((pr0, plive)) = prev {
+        let last = &*cs[(group.rows.div_ceil(BLOCK_ROWS) - 1) % 2];
+        epilogue_at(tiles, last, group, pr0, plive, acc);
+    }
+}
+
 fn epilogue_at<T: Tiles>(
     tiles: &T,
-    c: &[i32; 1024],
-    rec: &[u8],
-    h: usize,
+    c: &[i32; C_LEN],
+    group: &Group<'_>,
     r0: usize,
     live: usize,
-    sa: &[f32],
-    big_a: &[f32],
     acc: &mut [f32],
 ) {
     let ctx = EpilogueCtx {
         rows: live,
-        sa: &sa[r0..r0 + live],
-        big_a: &big_a[r0..r0 + live],
-        rec,
-        col0: h * HALF,
+        sa: &group.sa[r0..r0 + live],
+        big_a: &group.big_a[r0..r0 + live],
+        rec: group.rec,
+        col0: group.h * HALF,
     };
     tiles.epilogue(c, &ctx, &mut acc[r0 * HALF..(r0 + live) * HALF]);
 }
@@ -616,22 +663,29 @@ mod tests {
         let a: Vec<i8> = (0..4 * TILE).map(|_| rng.next_u64() as i8).collect();
         let mut b = [0u8; 4 * TILE];
         b.iter_mut().for_each(|x| *x = rng.next_u64() as u8);
-        for row_blocks in [1, 2] {
-            let (mut want, mut got) = ([0i32; 1024], [0i32; 1024]);
-            // SAFETY: A holds 4 tiles of 1 KB.
-            unsafe { Emulated.block(a.as_ptr(), row_blocks, &b, &mut want) };
-            amx.begin();
-            // SAFETY: as above; `begin` configured the tiles on this thread.
-            unsafe { amx.block(a.as_ptr(), row_blocks, &b, &mut got) };
-            amx.end();
-            let n = 512 * row_blocks;
-            if let Some(i) = (0..n).find(|&i| want[i] != got[i]) {
+        amx.begin();
+        amx.load_b(&b);
+        // Two blocks against one resident B, the second with the first's epilogue slot used
+        // (as the driver does): B must survive both and the `between` code.
+        let mut calls = 0;
+        for block in 0..2 {
+            let (mut want, mut got) = ([0i32; C_LEN], [0i32; C_LEN]);
+            let a_block = a[block * 2 * TILE..].as_ptr();
+            // SAFETY: A holds 2 KB at `a_block`.
+            unsafe { Emulated.block(a_block, &b, &mut want, &mut || {}) };
+            // SAFETY: as above; `begin` configured the tiles and `load_b(&b)` ran on this
+            // thread.
+            unsafe { amx.block(a_block, &b, &mut got, &mut || calls += 1) };
+            if let Some(i) = (0..C_LEN).find(|&i| want[i] != got[i]) {
+                amx.end();
                 panic!(
-                    "tdpbsud block ({row_blocks} row blocks): C[{i}] = {} on AMX, {} emulated",
+                    "tdpbsud block {block}: C[{i}] = {} on AMX, {} emulated",
                     got[i], want[i]
                 );
             }
         }
+        amx.end();
+        assert_eq!(calls, 2, "`between` runs once per block");
     }
 
     #[test]
