@@ -18,6 +18,15 @@
 //! `2^(e − 14)` (exact in f32, subnormal for groups whose amax is below 2^-112; 0 for an
 //! all-zero group), so that `a ≈ q · factor`.
 //!
+//! Exactness: with `r = a − q·factor`, the GEMV's error on one (column, group) is at most
+//! `s·(Σ q_w·|r| + |z|·|Σ r|)`, and `verify`'s W4A16 bound grants at least
+//! `2⁻¹⁴·s·(32 + |z|)·Σ|a|` whatever the weights. `Σ|r| ≤ 2⁻¹⁵·Σ|a|` keeps the error under
+//! half of that. Groups where it may fail (tested as Σ|ρ| > 2⁻¹⁶·Σ|a|, ρ = r / factor, with a
+//! factor 2 of margin for the f32 sums: Gaussian groups pass with room to spare, a group with
+//! a 1000× outlier or one built of values just under half a unit does not) also store their
+//! residue `ρ` in block FP (`lo_q`, `lo_sums`, `lo_factor`), whose own rounding is at most
+//! 2^-31 of the group's largest value: far inside the bound for every input.
+//!
 //! NaN and ±Inf have no block-FP form: [`with_bfp`] reports them and the caller runs a
 //! float kernel instead. Preparation uses AVX2 (one `vcvtps2dq` rounds 8 values).
 
@@ -41,6 +50,13 @@ pub struct ActBfp16 {
     pub sums: Vec<f32>,
     /// `[m][k / 128]` the power of two `2^(e − 14)` with `a ≈ q · factor` (0 for zero groups).
     pub factor: Vec<f32>,
+    /// `[m][k]` the rounding residue `a − q·factor` of the groups that need it (module docs,
+    /// "Exactness"), as block FP again in the same order; 0 elsewhere.
+    pub lo_q: Vec<i16>,
+    /// `[m][k / 128]` Σ of `lo_q` per group.
+    pub lo_sums: Vec<f32>,
+    /// `[m][k / 128]` the residue's factor; 0 for groups that need no residue pass.
+    pub lo_factor: Vec<f32>,
 }
 
 /// `2^n` for `n` in −149..=127 (exact; subnormal below −126).
@@ -69,19 +85,25 @@ impl ActBfp16 {
         self.q.resize(x.m * x.k, 0);
         self.sums.resize(x.m * groups, 0.0);
         self.factor.resize(x.m * groups, 0.0);
+        self.lo_q.resize(x.m * x.k, 0);
+        self.lo_sums.resize(x.m * groups, 0.0);
+        self.lo_factor.resize(x.m * groups, 0.0);
         let src = x.data.chunks_exact(GROUP);
-        let dst = self.q.chunks_exact_mut(GROUP);
-        for (((s, d), sum), f) in src
-            .zip(dst)
-            .zip(self.sums.iter_mut())
-            .zip(self.factor.iter_mut())
+        let dst = self
+            .q
+            .chunks_exact_mut(GROUP)
+            .zip(self.lo_q.chunks_exact_mut(GROUP));
+        let per_group = self.sums.iter_mut().zip(self.factor.iter_mut());
+        let lo_per_group = self.lo_sums.iter_mut().zip(self.lo_factor.iter_mut());
+        for ((s, (d, lo)), ((sum, f), (lo_sum, lo_f))) in
+            src.zip(dst).zip(per_group.zip(lo_per_group))
         {
-            let (Ok(s), Ok(d)) = (s.try_into(), d.try_into()) else {
+            let (Ok(s), Ok(d), Ok(lo)) = (s.try_into(), d.try_into(), lo.try_into()) else {
                 return false;
             };
             // SAFETY: `v` proves AVX2.
-            match unsafe { quantize_group(v, s, d) } {
-                Some((gs, gf)) => (*sum, *f) = (gs, gf),
+            match unsafe { quantize_group(v, s, d, lo) } {
+                Some(g) => ((*sum, *f), (*lo_sum, *lo_f)) = (g.hi, g.lo),
                 None => return false,
             }
         }
@@ -89,14 +111,83 @@ impl ActBfp16 {
     }
 }
 
-/// One group: `dst` gets the q values in pair order; returns `(Σq, factor)`, or `None`
-/// when the group holds a NaN or infinity.
+/// (Σq, factor) of one block-FP group.
+type SumFactor = (f32, f32);
+
+/// A quantized group: its block-FP form and that of its rounding residue ((0, 0) when the
+/// group needs no residue pass).
+struct GroupBfp {
+    hi: SumFactor,
+    lo: SumFactor,
+}
+
+/// `x · 2^n` exactly for the scalings here (split in two when `2^n` would overflow f32).
+fn scale_pow2(n: i32) -> (f32, f32) {
+    if n > 100 {
+        (pow2(n - 64), pow2(64))
+    } else {
+        (pow2(n), 1.0)
+    }
+}
+
+/// Rounds the 128 values `vals` (already scaled so the largest magnitude is in
+/// [2^14, 2^15)) to i16 in pair order into `dst`; returns Σq and, per value, the residue
+/// `val − q` (exact: both have few significant bits).
+#[target_feature(enable = "avx2")]
+fn round_to_pairs(
+    _v: Avx2,
+    vals: &[__m256; 16],
+    dst: &mut [i16; GROUP],
+    rho: &mut [__m256; 16],
+) -> f32 {
+    let pairs = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+    let mut sum = _mm256_setzero_si256();
+    let out = dst.as_mut_ptr().cast::<__m256i>();
+    for i in 0..8 {
+        // `vcvtps2dq` rounds to nearest even (default MXCSR).
+        let lo = _mm256_cvtps_epi32(vals[2 * i]);
+        let hi = _mm256_cvtps_epi32(vals[2 * i + 1]);
+        rho[2 * i] = _mm256_sub_ps(vals[2 * i], _mm256_cvtepi32_ps(lo));
+        rho[2 * i + 1] = _mm256_sub_ps(vals[2 * i + 1], _mm256_cvtepi32_ps(hi));
+        sum = _mm256_add_epi32(sum, _mm256_add_epi32(lo, hi));
+        // Per octet: dwords reordered to a0 a2 a4 a6 | a1 a3 a5 a7, packed lane-wise to
+        // i16 (no saturation: |q| ≤ 32 768 − 128), then the two octets' halves regrouped.
+        let lo = _mm256_permutevar8x32_epi32(lo, pairs);
+        let hi = _mm256_permutevar8x32_epi32(hi, pairs);
+        let packed = _mm256_permute4x64_epi64::<0xD8>(_mm256_packs_epi32(lo, hi));
+        // SAFETY: `dst` is 128 i16 = 8 × 32 bytes; unaligned store.
+        unsafe { _mm256_storeu_si256(out.add(i), packed) };
+    }
+    let s = _mm_add_epi32(
+        _mm256_castsi256_si128(sum),
+        _mm256_extracti128_si256::<1>(sum),
+    );
+    let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b01_00_11_10>(s));
+    let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b10_11_00_01>(s));
+    _mm_cvtsi128_si32(s) as f32
+}
+
+/// Σ of the 8 lanes of each of `v` after `|·|`, in f32.
+#[target_feature(enable = "avx2")]
+fn sum_abs(_v: Avx2, v: &[__m256; 16]) -> f32 {
+    let mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFF_FFFF));
+    let t = v.iter().fold(_mm256_setzero_ps(), |t, &x| {
+        _mm256_add_ps(t, _mm256_and_ps(x, mask))
+    });
+    let t = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps::<1>(t));
+    let t = _mm_add_ps(t, _mm_movehl_ps(t, t));
+    _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)))
+}
+
+/// One group: `dst` gets the q values in pair order, and `lo` the residue's when the group
+/// needs it (else zeros); `None` when the group holds a NaN or infinity.
 #[target_feature(enable = "avx2")]
 fn quantize_group(
-    _v: Avx2,
+    v: Avx2,
     src: &[crate::kernels::bf16::Bf16; GROUP],
     dst: &mut [i16; GROUP],
-) -> Option<(f32, f32)> {
+    lo: &mut [i16; GROUP],
+) -> Option<GroupBfp> {
     let p = src.as_ptr().cast::<__m256i>();
     // SAFETY: `src` is 128 bf16 (`Bf16` is `repr(transparent)` over u16) = 8 × 32 bytes;
     // unaligned loads.
@@ -116,48 +207,65 @@ fn quantize_group(
         return None;
     }
     let emax = (top >> 7) as i32;
+    lo.fill(0);
     if emax == 0 {
         dst.fill(0);
-        return Some((0.0, 0.0));
+        return Some(GroupBfp {
+            hi: (0.0, 0.0),
+            lo: (0.0, 0.0),
+        });
     }
     let e = emax - 127;
-    let n = 14 - e; // −113..=140
-    let (s1, s2) = if n > 100 {
-        (pow2(n - 64), pow2(64))
-    } else {
-        (pow2(n), 1.0)
-    };
+    let (s1, s2) = scale_pow2(14 - e); // 14 − e in −113..=140
     let (s1, s2) = (_mm256_set1_ps(s1), _mm256_set1_ps(s2));
     let exp = _mm256_set1_epi32(0x7F80_0000);
-    let pairs = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
-    let mut sum = _mm256_setzero_si256();
-    let scaled = |h: __m128i| {
+    let widen = |h: __m128i| {
         let bits = _mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(h));
         let denormal = _mm256_cmpeq_epi32(_mm256_and_si256(bits, exp), _mm256_setzero_si256());
         let a = _mm256_castsi256_ps(_mm256_andnot_si256(denormal, bits));
-        // Exact power-of-two scaling; `vcvtps2dq` rounds to nearest even (default MXCSR).
-        _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_mul_ps(a, s1), s2))
+        // Exact power-of-two scaling.
+        _mm256_mul_ps(_mm256_mul_ps(a, s1), s2)
     };
-    let out = dst.as_mut_ptr().cast::<__m256i>();
-    for (i, &r) in raw.iter().enumerate() {
-        let lo = scaled(_mm256_castsi256_si128(r));
-        let hi = scaled(_mm256_extracti128_si256::<1>(r));
-        sum = _mm256_add_epi32(sum, _mm256_add_epi32(lo, hi));
-        // Per octet: dwords reordered to a0 a2 a4 a6 | a1 a3 a5 a7, packed lane-wise to
-        // i16 (no saturation: |q| ≤ 32 640), then the two octets' halves regrouped.
-        let lo = _mm256_permutevar8x32_epi32(lo, pairs);
-        let hi = _mm256_permutevar8x32_epi32(hi, pairs);
-        let packed = _mm256_permute4x64_epi64::<0xD8>(_mm256_packs_epi32(lo, hi));
-        // SAFETY: `dst` is 128 i16 = 8 × 32 bytes; unaligned store.
-        unsafe { _mm256_storeu_si256(out.add(i), packed) };
+    let vals: [__m256; 16] = core::array::from_fn(|i| {
+        let r = raw[i / 2];
+        widen(if i % 2 == 0 {
+            _mm256_castsi256_si128(r)
+        } else {
+            _mm256_extracti128_si256::<1>(r)
+        })
+    });
+    let mut rho = [_mm256_setzero_ps(); 16];
+    let sum = round_to_pairs(v, &vals, dst, &mut rho);
+    let hi = (sum, pow2(e - 14));
+    // The residue pass is needed when Σ|ρ| may exceed 2^-15·Σ|a| (module docs), with a
+    // factor 2 of margin for the f32 sums.
+    let (rho_abs, a_abs) = (sum_abs(v, &rho), sum_abs(v, &vals));
+    if rho_abs <= a_abs * 2f32.powi(-16) {
+        return Some(GroupBfp { hi, lo: (0.0, 0.0) });
     }
-    let s = _mm_add_epi32(
-        _mm256_castsi256_si128(sum),
-        _mm256_extracti128_si256::<1>(sum),
-    );
-    let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b01_00_11_10>(s));
-    let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b10_11_00_01>(s));
-    Some((_mm_cvtsi128_si32(s) as f32, pow2(e - 14)))
+    // |ρ| ≤ 1/2, and ρ ≠ 0 only for values below 2^7 units: its exponent is in −113..=−1.
+    let rho_max = rho.iter().fold(0f32, |m, r| {
+        let mut lanes = [0f32; 8];
+        // SAFETY: 8 f32 into an 8-element array.
+        unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), *r) };
+        lanes.iter().fold(m, |m, x| m.max(x.abs()))
+    });
+    let e_rho = ((rho_max.to_bits() >> 23) as i32) - 127;
+    let lo_exp = e - 14 + e_rho - 14;
+    if lo_exp < -149 {
+        // A residue below the smallest f32: it is far under the bound's absolute floor.
+        return Some(GroupBfp { hi, lo: (0.0, 0.0) });
+    }
+    let (t1, t2) = scale_pow2(14 - e_rho);
+    let (t1, t2) = (_mm256_set1_ps(t1), _mm256_set1_ps(t2));
+    let scaled_rho: [__m256; 16] =
+        core::array::from_fn(|i| _mm256_mul_ps(_mm256_mul_ps(rho[i], t1), t2));
+    let mut rest = [_mm256_setzero_ps(); 16];
+    let lo_sum = round_to_pairs(v, &scaled_rho, lo, &mut rest);
+    Some(GroupBfp {
+        hi,
+        lo: (lo_sum, pow2(lo_exp)),
+    })
 }
 
 thread_local! {
@@ -291,6 +399,50 @@ mod tests {
                 if x.abs() >= amax as f64 * 2f64.powi(-7) {
                     assert_eq!(err, 0.0, "group {g} value {i} within 2^7 of the max");
                 }
+            }
+        }
+    }
+
+    /// The residue form: absent for Gaussian groups, present for a group with a 1000×
+    /// outlier and for values just under half a unit; main + residue reproduce every value
+    /// within 2^-30 of the group's max.
+    #[test]
+    fn residue_only_where_the_rounding_could_matter_and_then_nearly_exact() {
+        let mut rng = crate::kernels::fidelity::Rng::new(11);
+        let mut a: Vec<Bf16> = (0..3 * GROUP)
+            .map(|_| Bf16::from_f32(rng.normal() as f32))
+            .collect();
+        a[GROUP + 17] = Bf16::from_f32(1000.0);
+        a[2 * GROUP] = Bf16::from_f32(1.0);
+        for x in &mut a[2 * GROUP + 1..] {
+            *x = Bf16::from_f32(2f32.powi(-15) * 255.0 / 256.0);
+        }
+        let Some(act) = prepare(&a, 1) else {
+            eprintln!("SKIPPED bfp16 preparation: no AVX2 + FMA");
+            return;
+        };
+        assert_eq!(act.lo_factor[0], 0.0, "Gaussian group: no residue pass");
+        assert!(act.lo_q[..GROUP].iter().all(|&q| q == 0));
+        for g in 1..3 {
+            assert!(act.lo_factor[g] > 0.0, "group {g} needs its residue");
+            let amax = a[g * GROUP..(g + 1) * GROUP]
+                .iter()
+                .fold(0f64, |m, b| m.max(bf16_to_f32_daz(b.0).abs() as f64));
+            let main = natural(&act, g);
+            let mut lo = vec![0i16; GROUP];
+            for (i, o) in lo.iter_mut().enumerate() {
+                *o = act.lo_q[g * GROUP + (i / 8) * 8 + OCT_ORDER[i % 8]];
+            }
+            let lo_sum: i32 = lo.iter().map(|&q| q as i32).sum();
+            assert_eq!(act.lo_sums[g], lo_sum as f32);
+            for i in 0..GROUP {
+                let x = bf16_to_f32_daz(a[g * GROUP + i].0) as f64;
+                let got =
+                    main[i] as f64 * act.factor[g] as f64 + lo[i] as f64 * act.lo_factor[g] as f64;
+                assert!(
+                    (got - x).abs() <= amax * 2f64.powi(-30),
+                    "group {g} value {i}"
+                );
             }
         }
     }
