@@ -25,7 +25,7 @@
 //! factor 2 of margin for the f32 sums: Gaussian groups pass with room to spare, a group with
 //! a 1000× outlier or one built of values just under half a unit does not) also store their
 //! residue `ρ` in block FP (`lo_q`, `lo_sums`, `lo_factor`), whose own rounding is at most
-//! 2^-31 of the group's largest value: far inside the bound for every input.
+//! 2^-30 of the group's largest value: far inside the bound for every input.
 //!
 //! NaN and ±Inf have no block-FP form: [`with_bfp`] reports them and the caller runs a
 //! float kernel instead. Preparation uses AVX2 (one `vcvtps2dq` rounds 8 values).
