@@ -370,6 +370,7 @@ fn registered_variants_match_their_entry_points() {
                 "w4a16-gemv-avx2",
                 "w4a16-gemv-avx2-i16",
                 "w4a16-gemv-avx512",
+                "w4a16-gemv-avx512-i16",
                 "w4a16-gemv-avx512bf16",
                 "w4a16-gemm-avx2",
                 "w4a16-gemm-amx",

@@ -6,8 +6,8 @@
 //!   → `w4a8-gemm-avx2` → `w4a8-avx2` → `w4a8-scalar`; decode: `w4a8-avx512vnni` →
 //!   `w4a8-avxvnni` → `w4a8-avx2` → scalar.
 //! - W4A16 prefill: `w4a16-gemm-amx` → `w4a16-gemm-avx512bf16` → `w4a16-gemv-avx512` →
-//!   `w4a16-gemm-avx2` → `w4a16-gemv-avx2` → `w4a16-scalar`; decode: `w4a16-gemv-avx512bf16` →
-//!   `w4a16-gemv-avx512` → `w4a16-gemv-avx2-i16` → `w4a16-gemv-avx2` → scalar.
+//!   `w4a16-gemm-avx2` → `w4a16-gemv-avx2` → `w4a16-scalar`; decode: `w4a16-gemv-avx512-i16` →
+//!   `w4a16-gemv-avx512bf16` → `w4a16-gemv-avx512` → `w4a16-gemv-avx2-i16` → `w4a16-gemv-avx2` → scalar.
 //! - bf16 prefill: `bf16-gemm-amx` → `bf16-gemm-avx512bf16` → `bf16-gemv-avx512` →
 //!   `bf16-gemm-avx2` → `bf16-gemv-avx2` → `bf16-scalar`; decode: `bf16-gemv-avx512` →
 //!   `bf16-gemv-avx2` → scalar.
@@ -45,6 +45,7 @@ pub static VARIANTS: &[&Variant] = &[
     &w4a16::GEMM_AMX,
     &w4a16::GEMM_AVX512BF16,
     &w4a16::GEMV_AVX512,
+    &w4a16::GEMV_AVX512_I16,
     &w4a16::GEMV_AVX512BF16,
     &w4a16::GEMM_AVX2,
     &w4a16::GEMV_AVX2_I16,

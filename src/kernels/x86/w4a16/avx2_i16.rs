@@ -42,7 +42,7 @@
 use core::arch::x86_64::*;
 use core::ops::Range;
 
-use super::bfp16::ActBfp16;
+use super::bfp16::{ActBfp16, Form};
 use crate::kernels::pack::{RECORD_BYTES, SCALE_OFFSET, ZERO_OFFSET};
 use crate::kernels::panel_split::{MR_MAX, PANEL, Tile};
 use crate::kernels::weights::GROUP;
@@ -90,17 +90,6 @@ unsafe fn fold(rec: *const u8, col: usize, d: __m256i, sum: f32, f: f32, dst: *m
     }
 }
 
-/// One block-FP form of the activations: the main one or the rounding residue.
-#[derive(Clone, Copy)]
-struct Form<'a> {
-    /// `[m][k]` i16 values in pair order.
-    q: &'a [i16],
-    /// `[m][groups]` Σq per group.
-    sums: &'a [f32],
-    /// `[m][groups]` factor per group.
-    factor: &'a [f32],
-}
-
 /// Rows `r0..r0+MR` of one panel over `groups`, `J` halves (8 columns each) per pass, into
 /// `tile[m][64]`; groups whose activations need it get a second pass over their rounding
 /// residue (`bfp16`'s `lo_*`), which keeps every input within the W4A16 bound.
@@ -142,7 +131,7 @@ unsafe fn micro<const MR: usize, const J: usize>(
             }));
         // SAFETY: forwarded contract.
         unsafe { group_pass::<MR, J>(rec, main, act.k, ng, r0, g, tile, Some(&mut next)) };
-        if (0..MR).any(|m| act.lo_factor[(r0 + m) * ng + g] != 0.0) {
+        if act.needs_residue(r0..r0 + MR, g) {
             // SAFETY: as above; the residue arrays have the main ones' shapes.
             unsafe { group_pass::<MR, J>(rec, residue, act.k, ng, r0, g, tile, None) };
         }
@@ -237,7 +226,13 @@ unsafe fn group_pass<const MR: usize, const J: usize>(
 }
 
 /// Checks the slice bounds the microkernel relies on.
-fn in_bounds(panel: &[u8], groups: &Range<usize>, act: &ActBfp16, r0: usize, mr: usize) -> bool {
+pub(super) fn in_bounds(
+    panel: &[u8],
+    groups: &Range<usize>,
+    act: &ActBfp16,
+    r0: usize,
+    mr: usize,
+) -> bool {
     (1..=MR_MAX).contains(&mr)
         && groups.end <= act.groups()
         && panel.len() >= groups.end * RECORD_BYTES
@@ -295,10 +290,15 @@ mod tests {
     /// every row path, N = 70 a partial panel.
     #[test]
     fn adversarial_rounding_stays_within_the_w4a16_bound() {
-        let Ok(i16) = by_name("w4a16-gemv-avx2-i16").and_then(|v| v.ready()) else {
-            eprintln!("SKIPPED w4a16-gemv-avx2-i16 adversarial case: no AVX2 + FMA");
-            return;
-        };
+        for name in ["w4a16-gemv-avx2-i16", "w4a16-gemv-avx512-i16"] {
+            match by_name(name).and_then(|v| v.ready()) {
+                Ok(kernel) => adversarial_case(name, kernel),
+                Err(e) => eprintln!("SKIPPED {name} adversarial case: {e}"),
+            }
+        }
+    }
+
+    fn adversarial_case(name: &str, i16: crate::kernels::registry::Ready) {
         let (n, k) = (70, 4 * GROUP);
         let groups = k / GROUP;
         let mut rng = crate::kernels::fidelity::Rng::new(5);
@@ -332,7 +332,7 @@ mod tests {
             let mut got = vec![f32::NAN; m * n];
             i16.w4a16(pool(2), &packed, rows, &mut got).expect("shapes");
             if let Err(e) = want.check(&got) {
-                panic!("M = {m}: {e}");
+                panic!("{name}, M = {m}: {e}");
             }
         }
     }

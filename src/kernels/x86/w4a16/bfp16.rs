@@ -69,10 +69,46 @@ fn pow2(n: i32) -> f32 {
     }
 }
 
+/// One block-FP form of the activations, as the GEMVs read it: the main one or the
+/// rounding residue.
+#[derive(Clone, Copy)]
+pub(crate) struct Form<'a> {
+    /// `[m][k]` i16 values in pair order.
+    pub q: &'a [i16],
+    /// `[m][groups]` Σq per group.
+    pub sums: &'a [f32],
+    /// `[m][groups]` factor per group.
+    pub factor: &'a [f32],
+}
+
 impl ActBfp16 {
     /// Number of 128-groups per row.
     pub fn groups(&self) -> usize {
         self.k / GROUP
+    }
+
+    /// The main block-FP form.
+    pub(crate) fn main(&self) -> Form<'_> {
+        Form {
+            q: &self.q,
+            sums: &self.sums,
+            factor: &self.factor,
+        }
+    }
+
+    /// The rounding residue's block-FP form (zero where a group needs none).
+    pub(crate) fn residue(&self) -> Form<'_> {
+        Form {
+            q: &self.lo_q,
+            sums: &self.lo_sums,
+            factor: &self.lo_factor,
+        }
+    }
+
+    /// Whether any of `rows` needs the residue pass in group `g`.
+    pub(crate) fn needs_residue(&self, rows: core::ops::Range<usize>, g: usize) -> bool {
+        let ng = self.groups();
+        rows.into_iter().any(|r| self.lo_factor[r * ng + g] != 0.0)
     }
 
     /// Refills this holder from `x` (no allocation once it has held as many values).

@@ -8,6 +8,7 @@
 //! | `w4a16-gemv-avx2` | f32 FMA, shift/and/convert dequant | decode, prefill fallback |
 //! | `w4a16-gemm-avx2` | record halves dequantized once into 16 KB f32 blocks, 6 × 16 FMA microkernel ([`fma_gemm`]) | prefill |
 //! | `w4a16-gemv-avx2-i16` | `vpmaddwd` on shifted/masked codes × block-FP i16 activations ([`avx2_i16`]) | decode |
+//! | `w4a16-gemv-avx512-i16` | the same on 64-byte vectors with `vpdpwssd` ([`avx512_i16`]) | decode |
 //! | `w4a16-gemm-amx` | dequantized half-panels × `TDPBF16PS` ([`w4a16_amx`](crate::kernels::x86::amx::w4a16)) | prefill |
 //!
 //! The GEMV-style kernels split work by 64-column panels (split-K over groups when there are
@@ -16,6 +17,7 @@
 //! signature: the caller (the registry's `Ready`) has checked CPU support and shapes.
 
 pub(crate) mod avx2_i16;
+mod avx512_i16;
 pub(crate) mod avx512bf16;
 mod bfp16;
 pub(crate) mod fma;
@@ -138,6 +140,39 @@ pub unsafe fn gemv_avx2_i16(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, ou
     if done.is_none() {
         // SAFETY: the same features and shapes.
         unsafe { gemv_avx2(pool, w, x, out) };
+    }
+}
+
+/// `w4a16-gemv-avx512-i16`: the block-FP i16 GEMV on AVX-512 VNNI (`vpdpwssd`). A call
+/// whose activations hold a NaN or an infinity runs `w4a16-gemv-avx512`.
+///
+/// # Safety
+///
+/// The CPU runs AVX2, FMA and AVX-512 F/BW/BF16/VNNI; shapes agree.
+pub unsafe fn gemv_avx512_i16(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out: &mut [f32]) {
+    let Some(v) = Avx2::new() else { return };
+    if x.k != w.k() {
+        return;
+    }
+    let done = bfp16::with_bfp(v, x, |act| {
+        run_panels(
+            pool,
+            x.m,
+            w.n(),
+            w.panels(),
+            w.groups(),
+            MIN_SPLIT_GROUPS,
+            out,
+            |p, groups, r0, mr, tile| {
+                // SAFETY: the caller guarantees AVX-512 F/BW/VNNI and FMA.
+                let done = unsafe { avx512_i16::block(w.panel(p), groups, act, r0, mr, tile) };
+                debug_assert!(done, "W4A16 block refused its operands");
+            },
+        );
+    });
+    if done.is_none() {
+        // SAFETY: the same features and shapes.
+        unsafe { gemv_avx512(pool, w, x, out) };
     }
 }
 
@@ -281,6 +316,25 @@ pub static GEMV_AVX512: Variant = Variant {
     requires: AVX512_BF16,
     rank: 30,
     kernel: KernelFn::W4A16(gemv_avx512),
+};
+
+/// Registry entry: AVX-512 VNNI `vpdpwssd` GEMV on block-FP activations (decode). Its unit
+/// is the W4A16 path's AVX-512 one, as for the AVX2 form.
+pub static GEMV_AVX512_I16: Variant = Variant {
+    name: "w4a16-gemv-avx512-i16",
+    isa: "avx512vnni",
+    unit: Unit::Avx512Fma,
+    phases: &[Phase::Decode],
+    requires: &[
+        Feature::Avx2,
+        Feature::Fma,
+        Feature::Avx512f,
+        Feature::Avx512bw,
+        Feature::Avx512bf16,
+        Feature::Avx512vnni,
+    ],
+    rank: 34,
+    kernel: KernelFn::W4A16(gemv_avx512_i16),
 };
 
 /// Registry entry: AVX-512 `vdpbf16ps` GEMV.
