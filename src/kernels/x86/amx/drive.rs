@@ -11,12 +11,11 @@
 //! configuration (kernels.md §4.3, ggml's zero-padded A).
 
 use crate::kernels::acts::Bf16Rows;
-use crate::kernels::bf16::Bf16;
 use crate::kernels::panel_split::OutSink;
 use crate::kernels::x86::amx::bf16_engine::{BlockArgs, CTile, TileEngine};
 
-/// bf16 values of one k-step of one 32-row block: 32 rows × 32.
-const STEP_VALUES: usize = 32 * 32;
+/// Bytes of one k-step of one 32-row block: 32 rows × 32 bf16.
+const STEP_BYTES: usize = 32 * 64;
 
 /// The activations in tile order (see the module docs).
 pub(crate) struct TiledRows<'a> {
@@ -24,30 +23,36 @@ pub(crate) struct TiledRows<'a> {
     m: usize,
     /// Columns (a multiple of 32).
     k: usize,
-    /// `⌈M/32⌉·32·K` bf16 values.
-    buf: &'a [Bf16],
+    /// `⌈M/32⌉·32·K` bf16 values as bytes.
+    buf: &'a [u8],
 }
 
 impl<'a> TiledRows<'a> {
-    /// bf16 values of scratch the repacked `m × k` activations need.
-    pub(crate) fn len(m: usize, k: usize) -> usize {
-        m.div_ceil(32) * 32 * k
+    /// Bytes of scratch the repacked `m × k` activations need.
+    pub(crate) fn bytes(m: usize, k: usize) -> usize {
+        m.div_ceil(32) * 32 * k * 2
     }
 
-    /// Repacks `x` (K a multiple of 32) into `scratch` (≥ [`TiledRows::len`] values).
-    pub(crate) fn prepare(x: Bf16Rows<'_>, scratch: &'a mut [Bf16]) -> TiledRows<'a> {
-        let buf = &mut scratch[..Self::len(x.m, x.k)];
-        for (block, dst_block) in buf.chunks_exact_mut(32 * x.k).enumerate() {
+    /// Repacks `x` (K a multiple of 32) into `scratch` (≥ [`TiledRows::bytes`]).
+    pub(crate) fn prepare(x: Bf16Rows<'_>, scratch: &'a mut [u8]) -> TiledRows<'a> {
+        let bytes = Self::bytes(x.m, x.k);
+        let buf = &mut scratch[..bytes];
+        let steps = x.k / 32;
+        for (block, dst_block) in buf.chunks_exact_mut(32 * x.k * 2).enumerate() {
             for r in 0..32 {
                 let row = block * 32 + r;
-                for (kk, dst_step) in dst_block.chunks_exact_mut(STEP_VALUES).enumerate() {
-                    let dst = &mut dst_step[r * 32..][..32];
+                for (kk, dst_step) in dst_block.chunks_exact_mut(STEP_BYTES).enumerate() {
+                    let dst = &mut dst_step[r * 64..][..64];
                     if row < x.m {
-                        dst.copy_from_slice(&x.row(row)[kk * 32..][..32]);
+                        let src = &x.row(row)[kk * 32..][..32];
+                        for (d, v) in dst.chunks_exact_mut(2).zip(src) {
+                            d.copy_from_slice(&v.0.to_le_bytes());
+                        }
                     } else {
-                        dst.fill(Bf16::ZERO);
+                        dst.fill(0);
                     }
                 }
+                debug_assert_eq!(dst_block.len(), steps * STEP_BYTES);
             }
         }
         TiledRows {
@@ -85,12 +90,13 @@ pub(crate) unsafe fn slab_rows<T: TileEngine>(
     col0: usize,
     c: &mut CTile,
 ) {
-    for (block, a) in x.buf.chunks_exact(32 * x.k).enumerate() {
+    let block_bytes = 32 * x.k * 2;
+    for (block, a) in x.buf.chunks_exact(block_bytes).enumerate() {
         let r0 = 32 * block;
         let args = BlockArgs {
-            a: a.as_ptr().cast::<u8>(),
+            a: a.as_ptr(),
             lda: 64,
-            astep: 2 * STEP_VALUES,
+            astep: STEP_BYTES,
             b: slab.b,
             ldb: slab.ldb,
             bstep: slab.bstep,
@@ -107,19 +113,21 @@ pub(crate) unsafe fn slab_rows<T: TileEngine>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::bf16::Bf16;
 
     #[test]
     fn tiled_rows_place_each_value_and_zero_the_padding() {
         let (m, k) = (35, 128);
         let data: Vec<Bf16> = (0..m * k).map(|i| Bf16(i as u16 + 1)).collect();
         let x = Bf16Rows::new(&data, m, k).unwrap();
-        let mut scratch = vec![Bf16(0xAAAA); TiledRows::len(m, k) + 7];
+        let mut scratch = vec![0xAAu8; TiledRows::bytes(m, k) + 7];
         let t = TiledRows::prepare(x, &mut scratch);
-        assert_eq!(t.buf.len(), 64 * k);
+        assert_eq!(t.buf.len(), 64 * k * 2);
         for row in 0..64 {
             for col in 0..k {
                 let (block, r, kk, j) = (row / 32, row % 32, col / 32, col % 32);
-                let got = t.buf[block * 32 * k + kk * STEP_VALUES + r * 32 + j].0;
+                let at = block * 32 * k * 2 + kk * STEP_BYTES + r * 64 + 2 * j;
+                let got = u16::from_le_bytes([t.buf[at], t.buf[at + 1]]);
                 let want = if row < m {
                     (row * k + col) as u16 + 1
                 } else {

@@ -106,15 +106,15 @@ pub(crate) fn gemm<T: TileEngine>(
     let slabs = 2 * w.panels();
     let groups = w.groups();
     let slab_bytes = groups * 64 * SLAB_ROW;
-    let tiled_len = TiledRows::len(x.m, x.k);
+    let tiled_bytes = TiledRows::bytes(x.m, x.k);
     pool.run(|wk| {
         let mine = split_range(slabs, wk.threads, wk.index);
         if mine.is_empty() {
             return;
         }
-        let mut rest = wk.scratch(slab_bytes + 2 * tiled_len + 128);
+        let mut rest = wk.scratch(slab_bytes + tiled_bytes + 128);
         let buf: &mut [u8] = carve(&mut rest, slab_bytes);
-        let tiled = TiledRows::prepare(x, carve(&mut rest, tiled_len));
+        let tiled = TiledRows::prepare(x, carve(&mut rest, tiled_bytes));
         let mut c = CTile::new();
         engine.begin();
         for s in mine {

@@ -133,14 +133,14 @@ fn run_amx<T: TileEngine>(
         return;
     }
     let slabs = 2 * w.panels();
-    let tiled_len = TiledRows::len(x.m, x.k);
+    let tiled_bytes = TiledRows::bytes(x.m, x.k);
     pool.run(|wk| {
         let mine = split_range(slabs, wk.threads, wk.index);
         if mine.is_empty() {
             return;
         }
-        let mut rest = wk.scratch(2 * tiled_len + 64);
-        let tiled = TiledRows::prepare(x, carve(&mut rest, tiled_len));
+        let mut rest = wk.scratch(tiled_bytes + 64);
+        let tiled = TiledRows::prepare(x, carve(&mut rest, tiled_bytes));
         let mut c = CTile::new();
         engine.begin();
         for s in mine {
