@@ -4,8 +4,7 @@
 //!
 //! One block computes a 32×32 f32 tile `C = A·B` over `ksteps` steps of 32 k:
 //! - A: 32 rows of bf16 activations, row stride `lda` bytes; rows 16–31 start `16·lda`
-//!   after rows 0–15; step `kk` reads the 64 bytes at `astep·kk` from each row's start
-//!   (`astep` = 64 for rows read in place, 2048 for the tile-ordered copy of `drive.rs`).
+//!   after rows 0–15; step `kk` reads bytes `64·kk .. 64·kk+64` of each row.
 //! - B: VNNI-2 rows, one row per k-pair, each row 32 columns × (bf16, bf16) = 128 bytes
 //!   used, row stride `ldb` bytes. Columns 0–15 are the first 64 bytes of a row, columns
 //!   16–31 the next 64. Step `kk` starts `kk·bstep` bytes after `b` (16 rows).
@@ -41,8 +40,6 @@ pub(crate) struct BlockArgs {
     pub a: *const u8,
     /// A row stride in bytes.
     pub lda: usize,
-    /// Bytes from one k-step's A columns to the next.
-    pub astep: usize,
     /// First B row of step 0.
     pub b: *const u8,
     /// B row stride in bytes (≥ 128).
@@ -117,8 +114,8 @@ impl TileEngine for AmxBf16 {
                 "tileloadd tmm1, [{a1} + {lda}*1]",
                 "tdpbf16ps tmm6, tmm1, tmm2",
                 "tdpbf16ps tmm7, tmm1, tmm3",
-                "add {a}, {astep}",
-                "add {a1}, {astep}",
+                "add {a}, 64",
+                "add {a1}, 64",
                 "add {b}, {bstep}",
                 "dec {n}",
                 "jnz 2b",
@@ -132,7 +129,6 @@ impl TileEngine for AmxBf16 {
                 b = inout(reg) args.b => _,
                 n = inout(reg) args.ksteps => _,
                 lda = in(reg) args.lda,
-                astep = in(reg) args.astep,
                 ldb = in(reg) args.ldb,
                 bstep = in(reg) args.bstep,
                 c = in(reg) c.0.as_mut_ptr(),
@@ -191,7 +187,7 @@ impl TileEngine for EmulatedTiles {
         for kk in 0..args.ksteps {
             for i in 0..32 {
                 // SAFETY: (block) the caller guarantees these ranges (module docs).
-                let arow = unsafe { args.a.add(i * args.lda + args.astep * kk) };
+                let arow = unsafe { args.a.add(i * args.lda + 64 * kk) };
                 // One TDPBF16PS per 16 columns; the columns are independent, so both C
                 // tiles of row `i` are done together.
                 let (mut even, mut odd) = ([0f32; 32], [0f32; 32]);
@@ -241,7 +237,6 @@ mod tests {
         let args = BlockArgs {
             a: a.as_ptr().cast(),
             lda: 64,
-            astep: 2048,
             b: b.as_ptr().cast(),
             ldb: 128,
             bstep: 16 * 128,
@@ -283,44 +278,37 @@ mod tests {
         let bf = |rng: &mut crate::kernels::fidelity::Rng| {
             (((rng.normal() as f32).to_bits() + 0x8000) >> 16) as u16
         };
-        let (ldb, ksteps) = (192, 3);
-        // Rows read in place (stride 256 B, k-steps 64 B apart) and the tile-ordered copy
-        // of drive.rs (rows 64 B apart, k-steps 2 KB apart).
-        for (lda, astep) in [(3 * 64 + 64, 64), (64, 2048)] {
-            let a_bytes = 32 * lda + (ksteps - 1) * astep;
-            let a: Vec<u16> = (0..a_bytes / 2).map(|_| bf(&mut rng)).collect();
-            let b: Vec<u16> = (0..16 * ksteps * ldb / 2).map(|_| bf(&mut rng)).collect();
-            let args = BlockArgs {
-                a: a.as_ptr().cast(),
-                lda,
-                astep,
-                b: b.as_ptr().cast(),
-                ldb,
-                bstep: 16 * ldb,
-                ksteps,
-            };
-            let (mut want, mut got) = (CTile::new(), CTile::new());
-            // SAFETY: A holds 32 rows of `lda` bytes plus (ksteps − 1)·astep, so every
-            // step's 64 bytes of every row; B holds 16·ksteps rows of `ldb` ≥ 128 bytes;
-            // `begin` configured the tiles on this thread.
-            unsafe {
-                EmulatedTiles.block(&args, &mut want);
-                amx.begin();
-                amx.block(&args, &mut got);
-            }
-            amx.end();
-            let diff: Vec<usize> = (0..1024)
-                .filter(|&i| want.0[i].to_bits() != got.0[i].to_bits())
-                .collect();
-            assert!(
-                diff.is_empty(),
-                "lda {lda}, astep {astep}: {} of 1024 outputs differ; first C[{}] = {:e} on AMX, {:e} emulated",
-                diff.len(),
-                diff[0],
-                got.0[diff[0]],
-                want.0[diff[0]]
-            );
+        let (lda, ldb, ksteps) = (3 * 64 + 64, 192, 3);
+        let a: Vec<u16> = (0..32 * lda / 2).map(|_| bf(&mut rng)).collect();
+        let b: Vec<u16> = (0..16 * ksteps * ldb / 2).map(|_| bf(&mut rng)).collect();
+        let args = BlockArgs {
+            a: a.as_ptr().cast(),
+            lda,
+            b: b.as_ptr().cast(),
+            ldb,
+            bstep: 16 * ldb,
+            ksteps,
+        };
+        let (mut want, mut got) = (CTile::new(), CTile::new());
+        // SAFETY: A holds 32 rows of `lda` ≥ 64·ksteps bytes; B holds 16·ksteps rows of
+        // `ldb` ≥ 128 bytes; `begin` configured the tiles on this thread.
+        unsafe {
+            EmulatedTiles.block(&args, &mut want);
+            amx.begin();
+            amx.block(&args, &mut got);
         }
+        amx.end();
+        let diff: Vec<usize> = (0..1024)
+            .filter(|&i| want.0[i].to_bits() != got.0[i].to_bits())
+            .collect();
+        assert!(
+            diff.is_empty(),
+            "{} of 1024 outputs differ; first C[{}] = {:e} on AMX, {:e} emulated",
+            diff.len(),
+            diff[0],
+            got.0[diff[0]],
+            want.0[diff[0]]
+        );
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::kernels::pack::{PackedW4, RECORD_BYTES, SCALE_OFFSET, ZERO_OFFSET};
 use crate::kernels::panel_split::OutSink;
 use crate::kernels::pool::{ThreadPool, split_range};
 use crate::kernels::x86::amx::bf16_engine::{CTile, TileEngine};
-use crate::kernels::x86::amx::drive::{Slab, TiledRows, slab_rows};
+use crate::kernels::x86::amx::drive::{Slab, TailRows, slab_rows};
 use crate::kernels::x86::lanes::{Avx512, Lanes16};
 
 /// Bytes of one dequantized VNNI-2 row (32 columns × 2 bf16).
@@ -106,15 +106,16 @@ pub(crate) fn gemm<T: TileEngine>(
     let slabs = 2 * w.panels();
     let groups = w.groups();
     let slab_bytes = groups * 64 * SLAB_ROW;
-    let tiled_bytes = TiledRows::bytes(x.m, x.k);
+    let tail_bytes = TailRows::bytes(x.k);
     pool.run(|wk| {
         let mine = split_range(slabs, wk.threads, wk.index);
         if mine.is_empty() {
             return;
         }
-        let mut rest = wk.scratch(slab_bytes + tiled_bytes + 128);
+        let mut rest = wk.scratch(slab_bytes + tail_bytes + 128);
         let buf: &mut [u8] = carve(&mut rest, slab_bytes);
-        let tiled = TiledRows::prepare(x, carve(&mut rest, tiled_bytes));
+        let tail_buf: &mut [u8] = carve(&mut rest, tail_bytes);
+        let tail = TailRows::prepare(x, tail_buf);
         let mut c = CTile::new();
         engine.begin();
         for s in mine {
@@ -126,8 +127,8 @@ pub(crate) fn gemm<T: TileEngine>(
                 bstep: 16 * SLAB_ROW,
             };
             // SAFETY: begin() ran; the slab buffer holds K/32 steps of 16 rows of 128 B;
-            // slab s owns output columns 32·s..32·s+32.
-            unsafe { slab_rows(&engine, &tiled, slab, &sink, 32 * s, &mut c) };
+            // the tail came from x; slab s owns output columns 32·s..32·s+32.
+            unsafe { slab_rows(&engine, x, &tail, slab, &sink, 32 * s, &mut c) };
         }
         engine.end();
     });

@@ -25,7 +25,7 @@ use crate::kernels::pool::{ThreadPool, split_range};
 use crate::kernels::registry::{KernelFn, Phase, Unit, Variant};
 use crate::kernels::weights::GROUP;
 use crate::kernels::x86::amx::bf16_engine::{AmxBf16, CTile, TileEngine};
-use crate::kernels::x86::amx::drive::{Slab, TiledRows, slab_rows};
+use crate::kernels::x86::amx::drive::{Slab, TailRows, slab_rows};
 use crate::kernels::x86::fma_gemm;
 use crate::kernels::x86::lanes::{Avx2, Avx512};
 use fma::{self as bf16_fma, ROW_BYTES};
@@ -133,14 +133,14 @@ fn run_amx<T: TileEngine>(
         return;
     }
     let slabs = 2 * w.panels();
-    let tiled_bytes = TiledRows::bytes(x.m, x.k);
+    let tail_bytes = TailRows::bytes(x.k);
     pool.run(|wk| {
         let mine = split_range(slabs, wk.threads, wk.index);
         if mine.is_empty() {
             return;
         }
-        let mut rest = wk.scratch(tiled_bytes + 64);
-        let tiled = TiledRows::prepare(x, carve(&mut rest, tiled_bytes));
+        let mut rest = wk.scratch(tail_bytes + 64);
+        let tail = TailRows::prepare(x, carve(&mut rest, tail_bytes));
         let mut c = CTile::new();
         engine.begin();
         for s in mine {
@@ -153,7 +153,7 @@ fn run_amx<T: TileEngine>(
             // SAFETY: begin() ran; the panel holds K/2 rows of 256 B, so K/32 steps of 16
             // rows with 128 readable bytes from offset (s % 2)·128; slab s owns output
             // columns 32·s..32·s+32.
-            unsafe { slab_rows(&engine, &tiled, slab, &sink, 32 * s, &mut c) };
+            unsafe { slab_rows(&engine, x, &tail, slab, &sink, 32 * s, &mut c) };
         }
         engine.end();
     });
