@@ -10,18 +10,17 @@
 //! block) spent 187 ns per 32 × 32 × 128 on the first AMX host with its operands in L1, the
 //! TDPs alone 43 ns; with B resident two 16-row blocks take 88 ns.
 //!
-//! The activation codes are repacked once per worker and call into tile order ([`TiledActs`]):
-//! per 32-row block and group, the four A tiles (row block × k-step of 64) of 1 KB each, one
-//! after the other, so a tile load reads 1 KB in one run instead of 16 rows K bytes apart (on
-//! the first AMX host the same change made the AMX-BF16 kernels 15 % faster). B is unpacked with
-//! AVX-512; the records come in by the hardware prefetchers (software prefetch of the next
-//! record, all 34 lines at once, made the kernel slower; spread over the row blocks, no faster).
+//! A tiles are read in place from the quantized activations (16 rows K bytes apart): a per-call
+//! copy in tile order (1 KB per tile) measured faster on single shapes but 5-12 % slower in
+//! `edgeplan bench`'s whole layer on the first AMX host. B is unpacked with AVX-512; the records
+//! come in by the hardware prefetchers (software prefetch of the next record, all 34 lines at
+//! once, made the kernel slower; spread over the row blocks, no faster).
 //!
 //! Tile config (palette 1): tmm0/1 = A (k-steps 0/1, 16 rows × 64 B), tmm2–5 = B (columns
 //! 0–15 k-steps 0/1, columns 16–31 k-steps 0/1; 16 k-quads × 64 B), tmm6/7 = C (16 × 16 int32). Tiles 8–15 and reserved bytes are zero. Each worker loads the
 //! config itself at the start of every call (the shared static in `tile.rs`, `tile::load`)
 //! and releases the tiles at the end. Rows past M come from [`QuantActs`]' zero padding (to a
-//! multiple of 16, and to 32 in the tiled copy), so partial M needs no reconfiguration.
+//! multiple of 16), so partial M needs no reconfiguration.
 //!
 //! The tile operations sit behind the [`Tiles`] trait: [`Amx`] issues the instructions,
 //! [`Emulated`] computes the same TDPBSUD semantics in scalar code. The emulator lets the
@@ -80,18 +79,20 @@ pub(super) trait Tiles: Sync {
     /// group, tile (jj, s) at `b[(2·jj + s)·1024..]` (16 k-quads × 64 B). The hardware keeps
     /// them in tile registers for every row block of the group.
     fn load_b(&self, b: &[u8; 4 * TILE]);
-    /// `C[jj] = Σ_{s<2} A[s] · B[jj][s]` for one 16-row block: A tile s at `a[s·1024..]`
-    /// (16 rows × 64 B), C tile jj stored at `c[jj·256..]` (16 × 16 int32). `b` is what the
+    /// `C[jj] = Σ_{s<2} A[s] · B[jj][s]` for one 16-row block: A tile s at `a + 64·s`
+    /// (16 rows of 64 B, `lda` bytes apart), C tile jj stored at `c[jj·256..]` (16 × 16
+    /// int32). `b` is what the
     /// last [`Tiles::load_b`] received (the emulator reads it from here). `between` runs
     /// after the block's TDPs are issued and before its C tiles are stored: the previous
     /// block's epilogue then overlaps these TDPs. It must not touch `c`.
     ///
     /// # Safety
-    /// `a` is valid for reads of 2048 bytes; on this thread `begin` ran and `load_b(b)` was
-    /// the last B load.
+    /// `a` is valid for reads of 16 rows of 128 bytes, `lda` apart; on this thread `begin` ran
+    /// and `load_b(b)` was the last B load.
     unsafe fn block(
         &self,
         a: *const i8,
+        lda: usize,
         b: &[u8; 4 * TILE],
         c: &mut [i32; C_LEN],
         between: &mut dyn FnMut(),
@@ -162,26 +163,27 @@ impl Tiles for Amx {
     unsafe fn block(
         &self,
         a: *const i8,
+        lda: usize,
         _b: &[u8; 4 * TILE],
         c: &mut [i32; C_LEN],
         between: &mut dyn FnMut(),
     ) {
         // SAFETY: AMX usable (an `Amx` exists); `begin` configured the tiles and `load_b` put
-        // B in tmm2–5 on this thread (caller's contract); A reads stay in the 2 KB at `a`,
-        // the stores in the 2 KB of `c`. Tile registers keep their contents between the two
+        // B in tmm2–5 on this thread (caller's contract); A reads stay in the 16 rows of 128
+        // bytes at `a` (stride `lda`, in the index register), the stores in the 2 KB of `c`. Tile registers keep their contents between the two
         // `asm!` blocks: the compiler never allocates them and `between` runs AVX-512 code.
         unsafe {
             asm!(
                 "tilezero tmm6",
                 "tilezero tmm7",
-                "tileloadd tmm0, [{a} + {ld}*1]",
-                "tileloadd tmm1, [{a} + {ld}*1 + 1024]",
+                "tileloadd tmm0, [{a} + {lda}*1]",
+                "tileloadd tmm1, [{a} + {lda}*1 + 64]",
                 "tdpbsud tmm6, tmm0, tmm2",
                 "tdpbsud tmm7, tmm0, tmm4",
                 "tdpbsud tmm6, tmm1, tmm3",
                 "tdpbsud tmm7, tmm1, tmm5",
                 a = in(reg) a,
-                ld = in(reg) 64usize,
+                lda = in(reg) lda,
                 out("tmm0") _, out("tmm1") _, out("tmm6") _, out("tmm7") _,
                 options(nostack, preserves_flags),
             );
@@ -243,6 +245,7 @@ impl Tiles for Emulated {
     unsafe fn block(
         &self,
         a: *const i8,
+        lda: usize,
         b: &[u8; 4 * TILE],
         c: &mut [i32; C_LEN],
         between: &mut dyn FnMut(),
@@ -254,8 +257,8 @@ impl Tiles for Emulated {
                     for s in 0..2 {
                         for kq in 0..16 {
                             for t in 0..4 {
-                                // SAFETY: within the 2 KB of A the caller guarantees.
-                                let av = unsafe { *a.add(s * TILE + r * 64 + 4 * kq + t) } as i32;
+                                // SAFETY: within the A rows the caller guarantees.
+                                let av = unsafe { *a.add(r * lda + 64 * s + 4 * kq + t) } as i32;
                                 let bv = b[(2 * jj + s) * TILE + kq * 64 + 4 * n + t] as i32;
                                 sum += av * bv;
                             }
@@ -340,48 +343,6 @@ fn unpack_b_amx(rec: &[u8], h: usize, b: &mut [u8; 4 * TILE]) {
     unsafe { unpack_b_avx512(rec, h, b) }
 }
 
-/// The activation codes in tile order (see the module docs): per 32-row block `bl` and group
-/// `g`, 4 KB at `(bl·groups + g)·4096`, tile (rb, s) at `+ (2·rb + s)·1024`, row r at `+ 64·r`.
-struct TiledActs<'a> {
-    groups: usize,
-    buf: &'a [i8],
-}
-
-impl<'a> TiledActs<'a> {
-    fn bytes(m: usize, k: usize) -> usize {
-        m.div_ceil(32) * 32 * k
-    }
-
-    /// Repacks `a`'s codes into `scratch` (≥ [`TiledActs::bytes`]); rows past `m_padded` zero.
-    fn prepare(a: &QuantActs, scratch: &'a mut [i8]) -> TiledActs<'a> {
-        let (k, groups, codes) = (a.k(), a.k() / GROUP, a.codes());
-        let rows = a.m_padded();
-        let buf = &mut scratch[..Self::bytes(a.m(), k)];
-        for (unit, dst) in buf.chunks_exact_mut(4 * TILE).enumerate() {
-            let (bl, g) = (unit / groups, unit % groups);
-            for (t, tile) in dst.chunks_exact_mut(TILE).enumerate() {
-                let (rb, s) = (t / 2, t % 2);
-                for (r, row) in tile.chunks_exact_mut(64).enumerate() {
-                    let src_row = 32 * bl + 16 * rb + r;
-                    if src_row < rows {
-                        row.copy_from_slice(&codes[src_row * k + g * GROUP + 64 * s..][..64]);
-                    } else {
-                        row.fill(0);
-                    }
-                }
-            }
-        }
-        TiledActs { groups, buf }
-    }
-
-    /// The two A tiles (k-steps 0 and 1, 2 KB) of rows `r0..r0 + 16` (r0 a multiple of 16)
-    /// and group `g`.
-    fn tiles(&self, r0: usize, g: usize) -> &[i8] {
-        let unit = ((r0 / 32) * self.groups + g) * 4 * TILE;
-        &self.buf[unit + (r0 % 32 / 16) * 2 * TILE..][..2 * TILE]
-    }
-}
-
 /// # Safety
 /// The CPU supports AMX-INT8 (with OS support and permission), AVX-512 F/BW and FMA; shapes
 /// as in `registry::W4A8Fn`.
@@ -414,17 +375,8 @@ pub(super) fn w4a8_tiles<T: Tiles>(
         if mine.is_empty() {
             return;
         }
-        let tiled_bytes = TiledActs::bytes(m, k);
-        let mut scratch = wk.scratch(
-            tiled_bytes
-                + 64
-                + 4 * TILE
-                + 2 * C_LEN * 4
-                + M_CHUNK * HALF * 4
-                + 2 * groups * m * 4
-                + 128,
-        );
-        let tiled = TiledActs::prepare(a, carve(&mut scratch, tiled_bytes));
+        let mut scratch =
+            wk.scratch(4 * TILE + 2 * C_LEN * 4 + M_CHUNK * HALF * 4 + 2 * groups * m * 4 + 128);
         let b: &mut [u8] = carve(&mut scratch, 4 * TILE);
         let b: &mut [u8; 4 * TILE] = b.try_into().expect("4 KB B buffer");
         let cbuf: &mut [i32] = carve(&mut scratch, 2 * C_LEN);
@@ -457,7 +409,7 @@ pub(super) fn w4a8_tiles<T: Tiles>(
                     big_a: &big_a_all[g * m + m0..][..rows],
                 };
                 tiles.load_b(b);
-                group_blocks(tiles, &tiled, b, &mut cs, &group, acc);
+                group_blocks(tiles, a, b, &mut cs, &group, acc);
             }
             let c0 = p * PANEL + h * HALF;
             // SAFETY: each (half-panel, M-chunk) unit, hence each (row, column) range,
@@ -505,7 +457,7 @@ struct Group<'a> {
 /// epilogue overlapping the next block's TDPs (two C buffers).
 fn group_blocks<T: Tiles>(
     tiles: &T,
-    tiled: &TiledActs<'_>,
+    a: &QuantActs,
     b: &[u8; 4 * TILE],
     cs: &mut [&mut [i32; C_LEN]; 2],
     group: &Group<'_>,
@@ -514,7 +466,9 @@ fn group_blocks<T: Tiles>(
     let mut prev: Option<(usize, usize)> = None; // (first row, live rows)
     for (i, r0) in (0..group.rows).step_by(BLOCK_ROWS).enumerate() {
         let live = BLOCK_ROWS.min(group.rows - r0);
-        let a_tiles = tiled.tiles(group.m0 + r0, group.g);
+        let k = a.k();
+        // Rows r0..r0+16 exist: r0 < rows, and the codes are padded to a multiple of 16 rows.
+        let a_rows = &a.codes()[(group.m0 + r0) * k + group.g * GROUP..][..15 * k + 2 * 64];
         let [c_even, c_odd] = cs;
         let (cur, old) = if i % 2 == 0 {
             (&mut **c_even, &**c_odd)
@@ -526,9 +480,9 @@ fn group_blocks<T: Tiles>(
                 epilogue_at(tiles, old, group, pr0, plive, acc);
             }
         };
-        // SAFETY: `a_tiles` holds the 2 KB of this block and group; the caller ran begin()
-        // and loaded `b` as the B operand.
-        unsafe { tiles.block(a_tiles.as_ptr(), b, cur, &mut epilogue_prev) };
+        // SAFETY: `a_rows` holds the block's 16 rows of 128 bytes at stride K; the caller ran
+        // begin() and loaded `b` as the B operand.
+        unsafe { tiles.block(a_rows.as_ptr(), k, b, cur, &mut epilogue_prev) };
         prev = Some((r0, live));
     }
     if let Some((pr0, plive)) = prev {
@@ -660,7 +614,9 @@ mod tests {
         // SAFETY: `ready()` just confirmed every feature `W4A8_AMX.requires` lists.
         let amx = unsafe { Amx::new_unchecked() };
         let mut rng = Rng::new(77);
-        let a: Vec<i8> = (0..4 * TILE).map(|_| rng.next_u64() as i8).collect();
+        // Two 16-row blocks of rows 192 bytes apart (128 read per row).
+        let lda = 192;
+        let a: Vec<i8> = (0..32 * lda).map(|_| rng.next_u64() as i8).collect();
         let mut b = [0u8; 4 * TILE];
         b.iter_mut().for_each(|x| *x = rng.next_u64() as u8);
         amx.begin();
@@ -670,12 +626,12 @@ mod tests {
         let mut calls = 0;
         for block in 0..2 {
             let (mut want, mut got) = ([0i32; C_LEN], [0i32; C_LEN]);
-            let a_block = a[block * 2 * TILE..].as_ptr();
-            // SAFETY: A holds 2 KB at `a_block`.
-            unsafe { Emulated.block(a_block, &b, &mut want, &mut || {}) };
+            let a_block = a[block * 16 * lda..].as_ptr();
+            // SAFETY: A holds 16 rows of `lda` ≥ 128 bytes at `a_block`.
+            unsafe { Emulated.block(a_block, lda, &b, &mut want, &mut || {}) };
             // SAFETY: as above; `begin` configured the tiles and `load_b(&b)` ran on this
             // thread.
-            unsafe { amx.block(a_block, &b, &mut got, &mut || calls += 1) };
+            unsafe { amx.block(a_block, lda, &b, &mut got, &mut || calls += 1) };
             if let Some(i) = (0..C_LEN).find(|&i| want[i] != got[i]) {
                 amx.end();
                 panic!(
