@@ -108,32 +108,50 @@ unsafe fn micro<const MR: usize, const J: usize>(
 ) {
     let ng = act.groups();
     tile[..MR * PANEL].fill(0.0);
-    let main = Form {
-        q: &act.q,
-        sums: &act.sums,
-        factor: &act.factor,
-    };
-    let residue = Form {
-        q: &act.lo_q,
-        sums: &act.lo_sums,
-        factor: &act.lo_factor,
-    };
+    // The closure must be inlined: on its own it lacks the caller's target features and its
+    // intrinsics become calls (30x slower, measured).
+    // SAFETY: forwarded contract (records `0..groups.end` in `panel`; rows and groups of `act`).
+    unsafe {
+        walk_groups(
+            panel,
+            groups,
+            act,
+            r0..r0 + MR,
+            #[inline(always)]
+            |rec, form, g, next| group_pass::<MR, J>(rec, form, act.k, ng, r0, g, tile, next),
+        )
+    }
+}
+
+/// The group walk both i16 GEMVs share: per group of the panel, `pass` over the main form
+/// while the panel's next record streams in (a task's first record and the next panel's are
+/// left to the hardware), then over the rounding residue where any of `rows` needs it.
+///
+/// # Safety
+///
+/// `panel` holds records `0..groups.end`; `pass` is sound for each (record, form, group) it
+/// gets.
+#[inline(always)]
+pub(super) unsafe fn walk_groups(
+    panel: *const u8,
+    groups: Range<usize>,
+    act: &ActBfp16,
+    rows: Range<usize>,
+    mut pass: impl FnMut(*const u8, Form<'_>, usize, Option<&mut NextBlock<'_>>),
+) {
+    let (main, residue) = (act.main(), act.residue());
     let end = groups.end;
     for g in groups {
         // SAFETY: record g of the panel exists (this function's contract).
         let rec = unsafe { panel.add(g * RECORD_BYTES) };
-        // The next record of the panel streams in while this one runs (the panel's first
-        // record of a task and the next panel's are left to the hardware).
         // SAFETY: record g + 1 < end exists too.
         let mut next =
             NextBlock::new((g + 1 < end).then(|| unsafe {
                 core::slice::from_raw_parts(rec.add(RECORD_BYTES), RECORD_BYTES)
             }));
-        // SAFETY: forwarded contract.
-        unsafe { group_pass::<MR, J>(rec, main, act.k, ng, r0, g, tile, Some(&mut next)) };
-        if act.needs_residue(r0..r0 + MR, g) {
-            // SAFETY: as above; the residue arrays have the main ones' shapes.
-            unsafe { group_pass::<MR, J>(rec, residue, act.k, ng, r0, g, tile, None) };
+        pass(rec, main, g, Some(&mut next));
+        if act.needs_residue(rows.clone(), g) {
+            pass(rec, residue, g, None);
         }
     }
 }

@@ -22,6 +22,8 @@ pub(crate) mod avx512bf16;
 mod bfp16;
 pub(crate) mod fma;
 
+use core::ops::Range;
+
 use crate::kernels::acts::Bf16Rows;
 use crate::kernels::bf16_act::{ActF32, with_act};
 use crate::kernels::cpu::Feature;
@@ -109,19 +111,21 @@ pub unsafe fn gemm_avx2(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out: &
     );
 }
 
-/// `w4a16-gemv-avx2-i16`: activations as block-FP i16 per group, `vpmaddwd` GEMV. A call
-/// whose activations hold a NaN or an infinity (no block-FP form) runs `w4a16-gemv-avx2`,
-/// which propagates them like the reference.
-///
-/// # Safety
-///
-/// The CPU runs AVX2 and FMA; shapes agree.
-pub unsafe fn gemv_avx2_i16(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out: &mut [f32]) {
-    let Some(v) = Avx2::new() else { return };
+/// The block-FP i16 GEMVs' common entry: the activations to block FP once per call, then
+/// `block` on every panel task. `false` (nothing written) when the activations hold a NaN or
+/// an infinity, which have no block-FP form.
+fn run_bfp16(
+    v: Avx2,
+    pool: &ThreadPool,
+    w: &PackedW4,
+    x: Bf16Rows<'_>,
+    out: &mut [f32],
+    block: impl Fn(&[u8], Range<usize>, &bfp16::ActBfp16, usize, usize, &mut Tile) -> bool + Sync,
+) -> bool {
     if x.k != w.k() {
-        return;
+        return true;
     }
-    let done = bfp16::with_bfp(v, x, |act| {
+    bfp16::with_bfp(v, x, |act| {
         run_panels(
             pool,
             x.m,
@@ -131,13 +135,28 @@ pub unsafe fn gemv_avx2_i16(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, ou
             MIN_SPLIT_GROUPS,
             out,
             |p, groups, r0, mr, tile| {
-                // SAFETY: `v` proves AVX2 + FMA.
-                let done = unsafe { avx2_i16::block(v, w.panel(p), groups, act, r0, mr, tile) };
+                let done = block(w.panel(p), groups, act, r0, mr, tile);
                 debug_assert!(done, "W4A16 block refused its operands");
             },
         );
-    });
-    if done.is_none() {
+    })
+    .is_some()
+}
+
+/// `w4a16-gemv-avx2-i16`: activations as block-FP i16 per group, `vpmaddwd` GEMV. A call
+/// whose activations hold a NaN or an infinity (no block-FP form) runs `w4a16-gemv-avx2`,
+/// which propagates them like the reference.
+///
+/// # Safety
+///
+/// The CPU runs AVX2 and FMA; shapes agree.
+pub unsafe fn gemv_avx2_i16(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out: &mut [f32]) {
+    let Some(v) = Avx2::new() else { return };
+    let block = |panel: &[u8], groups, act: &_, r0, mr, tile: &mut Tile| {
+        // SAFETY: `v` proves AVX2 + FMA.
+        unsafe { avx2_i16::block(v, panel, groups, act, r0, mr, tile) }
+    };
+    if !run_bfp16(v, pool, w, x, out, block) {
         // SAFETY: the same features and shapes.
         unsafe { gemv_avx2(pool, w, x, out) };
     }
@@ -151,26 +170,11 @@ pub unsafe fn gemv_avx2_i16(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, ou
 /// The CPU runs AVX2, FMA and AVX-512 F/BW/BF16/VNNI; shapes agree.
 pub unsafe fn gemv_avx512_i16(pool: &ThreadPool, w: &PackedW4, x: Bf16Rows<'_>, out: &mut [f32]) {
     let Some(v) = Avx2::new() else { return };
-    if x.k != w.k() {
-        return;
-    }
-    let done = bfp16::with_bfp(v, x, |act| {
-        run_panels(
-            pool,
-            x.m,
-            w.n(),
-            w.panels(),
-            w.groups(),
-            MIN_SPLIT_GROUPS,
-            out,
-            |p, groups, r0, mr, tile| {
-                // SAFETY: the caller guarantees AVX-512 F/BW/VNNI and FMA.
-                let done = unsafe { avx512_i16::block(w.panel(p), groups, act, r0, mr, tile) };
-                debug_assert!(done, "W4A16 block refused its operands");
-            },
-        );
-    });
-    if done.is_none() {
+    let block = |panel: &[u8], groups, act: &_, r0, mr, tile: &mut Tile| {
+        // SAFETY: the caller guarantees AVX-512 F/BW/VNNI and FMA.
+        unsafe { avx512_i16::block(panel, groups, act, r0, mr, tile) }
+    };
+    if !run_bfp16(v, pool, w, x, out, block) {
         // SAFETY: the same features and shapes.
         unsafe { gemv_avx512(pool, w, x, out) };
     }
