@@ -17,9 +17,10 @@
 //! once, made the kernel slower; spread over the row blocks, no faster).
 //!
 //! Tile config (palette 1): tmm0/1 = A (k-steps 0/1, 16 rows × 64 B), tmm2–5 = B (columns
-//! 0–15 k-steps 0/1, columns 16–31 k-steps 0/1; 16 k-quads × 64 B), tmm6/7 = C (16 × 16 int32). Tiles 8–15 and reserved bytes are zero. Each worker loads the
-//! config itself at the start of every call (the shared static in `tile.rs`, `tile::load`)
-//! and releases the tiles at the end. Rows past M come from [`QuantActs`]' zero padding (to a
+//! 0–15 k-steps 0/1, columns 16–31 k-steps 0/1; 16 k-quads × 64 B), tmm6/7 = C (16 × 16
+//! int32). Tiles 8–15 and reserved bytes are zero. Each worker loads the config itself at
+//! the start of every call (the shared static in `tile.rs`, `tile::load`) and releases the
+//! tiles at the end. Rows past M come from [`QuantActs`]' zero padding (to a
 //! multiple of 16), so partial M needs no reconfiguration.
 //!
 //! The tile operations sit behind the [`Tiles`] trait: [`Amx`] issues the instructions,
@@ -75,16 +76,17 @@ pub(super) trait Tiles: Sync {
     fn begin(&self);
     /// Called by each worker after its last block in a call.
     fn end(&self);
+    /// Unpacks the 4 B tiles of half-panel `h` of a record into `b` (as [`unpack_b`]).
+    fn unpack_b(&self, rec: &[u8], h: usize, b: &mut [u8; 4 * TILE]);
     /// Makes `b` the B operand of the blocks that follow: the 4 tiles of one half-panel and
     /// group, tile (jj, s) at `b[(2·jj + s)·1024..]` (16 k-quads × 64 B). The hardware keeps
     /// them in tile registers for every row block of the group.
     fn load_b(&self, b: &[u8; 4 * TILE]);
     /// `C[jj] = Σ_{s<2} A[s] · B[jj][s]` for one 16-row block: A tile s at `a + 64·s`
     /// (16 rows of 64 B, `lda` bytes apart), C tile jj stored at `c[jj·256..]` (16 × 16
-    /// int32). `b` is what the
-    /// last [`Tiles::load_b`] received (the emulator reads it from here). `between` runs
-    /// after the block's TDPs are issued and before its C tiles are stored: the previous
-    /// block's epilogue then overlaps these TDPs. It must not touch `c`.
+    /// int32). `b` is what the last [`Tiles::load_b`] received (the emulator reads it from
+    /// here). `between` runs after the block's TDPs are issued and before its C tiles are
+    /// stored: the previous block's epilogue then overlaps these TDPs. It must not touch `c`.
     ///
     /// # Safety
     /// `a` is valid for reads of 16 rows of 128 bytes, `lda` apart; on this thread `begin` ran
@@ -142,6 +144,11 @@ impl Tiles for Amx {
         unsafe { tile::release() }
     }
 
+    fn unpack_b(&self, rec: &[u8], h: usize, b: &mut [u8; 4 * TILE]) {
+        // SAFETY: an `Amx` exists only where AVX-512 F/BW are usable (`new_unchecked`).
+        unsafe { unpack_b_avx512(rec, h, b) }
+    }
+
     fn load_b(&self, b: &[u8; 4 * TILE]) {
         // SAFETY: AMX usable (an `Amx` exists); the driver calls `begin` before any B load;
         // the four loads read the 4 KB of `b` (stride in the index register, pitfall 2).
@@ -170,8 +177,9 @@ impl Tiles for Amx {
     ) {
         // SAFETY: AMX usable (an `Amx` exists); `begin` configured the tiles and `load_b` put
         // B in tmm2–5 on this thread (caller's contract); A reads stay in the 16 rows of 128
-        // bytes at `a` (stride `lda`, in the index register), the stores in the 2 KB of `c`. Tile registers keep their contents between the two
-        // `asm!` blocks: the compiler never allocates them and `between` runs AVX-512 code.
+        // bytes at `a` (stride `lda`, in the index register), the stores in the 2 KB of `c`.
+        // Tile registers keep their contents between the two `asm!` blocks: the compiler
+        // never allocates them and `between` runs AVX-512 code.
         unsafe {
             asm!(
                 "tilezero tmm6",
@@ -240,6 +248,9 @@ pub(super) struct Emulated;
 impl Tiles for Emulated {
     fn begin(&self) {}
     fn end(&self) {}
+    fn unpack_b(&self, rec: &[u8], h: usize, b: &mut [u8; 4 * TILE]) {
+        unpack_b(rec, h, b)
+    }
     fn load_b(&self, _b: &[u8; 4 * TILE]) {}
 
     unsafe fn block(
@@ -290,7 +301,7 @@ impl Tiles for Emulated {
     }
 }
 
-#[cfg_attr(not(test), allow(dead_code))]
+#[cfg_attr(not(test), allow(dead_code))] // the emulator's; the hardware uses the AVX-512 form
 /// Unpack the 4 B tiles of one half-panel `h` (columns 32h..32h+32) of a record:
 /// tile (jj, s) row 2o' / 2o'+1 = low / high nibbles of chunk (8s + o', 2h + jj).
 fn unpack_b(rec: &[u8], h: usize, b: &mut [u8; 4 * TILE]) {
@@ -308,9 +319,6 @@ fn unpack_b(rec: &[u8], h: usize, b: &mut [u8; 4 * TILE]) {
         }
     }
 }
-
-/// B unpacker: [`unpack_b`] or its AVX-512 form (same output).
-type UnpackFn = fn(&[u8], usize, &mut [u8; 4 * TILE]);
 
 /// [`unpack_b`] with AVX-512 BW: one 64-byte load, a mask and a shift per chunk.
 ///
@@ -338,18 +346,13 @@ unsafe fn unpack_b_avx512(rec: &[u8], h: usize, b: &mut [u8; 4 * TILE]) {
     }
 }
 
-fn unpack_b_amx(rec: &[u8], h: usize, b: &mut [u8; 4 * TILE]) {
-    // SAFETY: used only by the real engine, which exists only where AVX-512 F/BW are usable.
-    unsafe { unpack_b_avx512(rec, h, b) }
-}
-
 /// # Safety
 /// The CPU supports AMX-INT8 (with OS support and permission), AVX-512 F/BW and FMA; shapes
 /// as in `registry::W4A8Fn`.
 unsafe fn w4a8_amx(pool: &ThreadPool, w: &PackedW4, a: &QuantActs, out: &mut [f32]) {
     // SAFETY: the caller guarantees the variant's features (registry::W4A8Fn contract).
     let amx = unsafe { Amx::new_unchecked() };
-    w4a8_tiles(pool, w, a, out, &amx, unpack_b_amx);
+    w4a8_tiles(pool, w, a, out, &amx);
 }
 
 /// The tile driver, generic over the engine (see the module docs).
@@ -359,7 +362,6 @@ pub(super) fn w4a8_tiles<T: Tiles>(
     a: &QuantActs,
     out: &mut [f32],
     tiles: &T,
-    unpack: UnpackFn,
 ) {
     let (m, n, k, groups) = (a.m(), w.n(), w.k(), w.groups());
     let halves = n.div_ceil(HALF);
@@ -398,7 +400,7 @@ pub(super) fn w4a8_tiles<T: Tiles>(
             acc[..rows * HALF].fill(0.0);
             for g in 0..groups {
                 let rec = w.record(p, g);
-                unpack(rec, h, b);
+                tiles.unpack_b(rec, h, b);
                 let group = Group {
                     rec,
                     h,
@@ -529,7 +531,7 @@ mod tests {
         let want = Expected::w4a8(&w.unpack(), &a);
         let pool = ThreadPool::new(threads).unwrap();
         let mut got = vec![f32::NAN; m * n];
-        w4a8_tiles(&pool, &w, &a, &mut got, &Emulated, unpack_b);
+        w4a8_tiles(&pool, &w, &a, &mut got, &Emulated);
         if let Err(e) = want.check(&got) {
             panic!("emulated AMX driver M={m} N={n} K={k} seed {seed}: {e}");
         }
