@@ -51,7 +51,7 @@ pub static W4A8_AVXVNNI: Variant = Variant {
 unsafe fn w4a8_avx2(pool: &ThreadPool, w: &PackedW4, a: &QuantActs, out: &mut [f32]) {
     let kern = |w: &PackedW4, a: &QuantActs, p, gr, rows, acc: &mut [f32]| {
         // SAFETY: this closure only runs inside w4a8_avx2, whose caller guarantees AVX2+FMA.
-        unsafe { panel::<false>(w, a, p, gr, rows, acc) }
+        unsafe { panel_avx2(w, a, p, gr, rows, acc) }
     };
     w4a8_panels(pool, w, a, out, &kern);
 }
@@ -66,6 +66,24 @@ unsafe fn w4a8_avxvnni(pool: &ThreadPool, w: &PackedW4, a: &QuantActs, out: &mut
     w4a8_panels(pool, w, a, out, &kern);
 }
 
+/// The AVX2 instance of [`panel`]: the register-blocked loops are inlined here, compiled
+/// for AVX2 + FMA.
+#[target_feature(enable = "avx2,fma")]
+fn panel_avx2(
+    w: &PackedW4,
+    a: &QuantActs,
+    p: usize,
+    groups: Range<usize>,
+    rows: Range<usize>,
+    acc: &mut [f32],
+) {
+    // SAFETY: AVX2 + FMA are enabled on this function.
+    unsafe { panel::<false>(w, a, p, groups, rows, acc) }
+}
+
+/// The AVX-VNNI instance of [`panel`]. The loops must be inlined into a function that
+/// enables AVX-VNNI: compiled for AVX2 alone, every `vpdpbusd` became an out-of-line call
+/// with its operands spilled to the stack.
 #[target_feature(enable = "avx2,fma,avxvnni")]
 fn panel_vnni(
     w: &PackedW4,
@@ -75,14 +93,18 @@ fn panel_vnni(
     rows: Range<usize>,
     acc: &mut [f32],
 ) {
-    panel::<true>(w, a, p, groups, rows, acc)
+    // SAFETY: AVX2, FMA and AVX-VNNI are enabled on this function.
+    unsafe { panel::<true>(w, a, p, groups, rows, acc) }
 }
 
 /// One panel over `groups` for `rows` (see `panel_split::PanelKernel`). `VNNI` selects the
-/// `vpdpbusd` inner product (only reached from `panel_vnni`, which enables AVX-VNNI).
-#[target_feature(enable = "avx2,fma")]
-#[inline]
-fn panel<const VNNI: bool>(
+/// `vpdpbusd` inner product.
+///
+/// # Safety
+/// AVX2 and FMA (and AVX-VNNI where `VNNI`) are enabled in the caller, into which this
+/// function is inlined.
+#[inline(always)]
+unsafe fn panel<const VNNI: bool>(
     w: &PackedW4,
     a: &QuantActs,
     p: usize,
@@ -101,22 +123,26 @@ fn panel<const VNNI: bool>(
         if rows.len() <= DECODE_ROWS {
             // Decode: one sequential pass per row; rows after the first hit the record in L1.
             for r in rows.clone() {
-                record_rows::<1, 4, VNNI>(rec, 0, a, g, [r], r0, acc);
+                // SAFETY: forwarded contract (this function's features).
+                unsafe { record_rows::<1, 4, VNNI>(rec, 0, a, g, [r], r0, acc) };
             }
             continue;
         }
         let mut r = r0;
         while r < rows.end {
             if !VNNI && rows.end - r >= 4 {
-                record_rows4(rec, a, g, [r, r + 1, r + 2, r + 3], r0, acc);
+                // SAFETY: the caller enables AVX2 + FMA.
+                unsafe { record_rows4(rec, a, g, [r, r + 1, r + 2, r + 3], r0, acc) };
                 r += 4;
             } else if rows.end - r >= 2 {
                 for j in 0..4 {
-                    record_rows::<2, 1, VNNI>(rec, j, a, g, [r, r + 1], r0, acc);
+                    // SAFETY: forwarded contract (this function's features).
+                    unsafe { record_rows::<2, 1, VNNI>(rec, j, a, g, [r, r + 1], r0, acc) };
                 }
                 r += 2;
             } else {
-                record_rows::<1, 4, VNNI>(rec, 0, a, g, [r], r0, acc);
+                // SAFETY: forwarded contract (this function's features).
+                unsafe { record_rows::<1, 4, VNNI>(rec, 0, a, g, [r], r0, acc) };
                 r += 1;
             }
         }
@@ -125,9 +151,11 @@ fn panel<const VNNI: bool>(
 
 /// Rows `rows` × sub-blocks `j0..j0+J` of one record: integer dot products then epilogue
 /// into `acc[(row − r0)·64 + col]`.
-#[target_feature(enable = "avx2,fma")]
-#[inline]
-fn record_rows<const R: usize, const J: usize, const VNNI: bool>(
+///
+/// # Safety
+/// As [`panel`]: inlined into a function enabling AVX2 + FMA (+ AVX-VNNI where `VNNI`).
+#[inline(always)]
+unsafe fn record_rows<const R: usize, const J: usize, const VNNI: bool>(
     rec: &[u8],
     j0: usize,
     a: &QuantActs,
@@ -136,66 +164,66 @@ fn record_rows<const R: usize, const J: usize, const VNNI: bool>(
     r0: usize,
     acc: &mut [f32],
 ) {
-    let mask = _mm256_set1_epi8(0x0F);
-    let ones = _mm256_set1_epi16(1);
-    let xs: [&[i8]; R] = rows.map(|r| &a.row(r)[g * GROUP..][..GROUP]);
-    let mut acc32 = [[_mm256_setzero_si256(); 8]; R];
-    let base = rec.as_ptr();
-    for ob in 0..4 {
-        let mut acc16 = [[_mm256_setzero_si256(); 8]; R];
-        for oo in 0..4 {
-            let o = ob * 4 + oo;
-            let alo = xs.map(|x| _mm256_set1_epi32(dword(x, 8 * o)));
-            let ahi = xs.map(|x| _mm256_set1_epi32(dword(x, 8 * o + 4)));
-            for jj in 0..J {
-                for h in 0..2 {
-                    let off = o * 256 + (j0 + jj) * 64 + h * 32;
-                    // SAFETY: off + 32 <= 4096 <= rec.len() (asserted by the caller) and
-                    // rec + off is 32-byte aligned (records are 64-aligned, off % 32 == 0).
-                    let v = unsafe { _mm256_load_si256(base.add(off).cast::<__m256i>()) };
-                    let lo = _mm256_and_si256(v, mask);
-                    let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(v), mask);
-                    let i = jj * 2 + h;
-                    for r in 0..R {
-                        if VNNI {
-                            // SAFETY: VNNI is true only on the `panel_vnni` path, whose
-                            // caller guarantees AVX-VNNI.
-                            acc32[r][i] =
-                                unsafe { dpbusd(dpbusd(acc32[r][i], lo, alo[r]), hi, ahi[r]) };
-                        } else {
-                            let s = _mm256_add_epi16(
-                                _mm256_maddubs_epi16(lo, alo[r]),
-                                _mm256_maddubs_epi16(hi, ahi[r]),
-                            );
-                            acc16[r][i] = _mm256_add_epi16(acc16[r][i], s);
+    // SAFETY: (whole body) the features are enabled in the caller (this function's
+    // contract); the record and tile accesses are bounded as noted at each.
+    unsafe {
+        let mask = _mm256_set1_epi8(0x0F);
+        let ones = _mm256_set1_epi16(1);
+        let xs: [&[i8]; R] = rows.map(|r| &a.row(r)[g * GROUP..][..GROUP]);
+        let mut acc32 = [[_mm256_setzero_si256(); 8]; R];
+        let base = rec.as_ptr();
+        for ob in 0..4 {
+            let mut acc16 = [[_mm256_setzero_si256(); 8]; R];
+            for oo in 0..4 {
+                let o = ob * 4 + oo;
+                let alo = xs.map(|x| _mm256_set1_epi32(dword(x, 8 * o)));
+                let ahi = xs.map(|x| _mm256_set1_epi32(dword(x, 8 * o + 4)));
+                for jj in 0..J {
+                    for h in 0..2 {
+                        let off = o * 256 + (j0 + jj) * 64 + h * 32;
+                        // off + 32 <= 4096 <= rec.len() (asserted by the caller) and rec + off is
+                        // 32-byte aligned (records are 64-aligned, off % 32 == 0).
+                        let v = _mm256_load_si256(base.add(off).cast::<__m256i>());
+                        let lo = _mm256_and_si256(v, mask);
+                        let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(v), mask);
+                        let i = jj * 2 + h;
+                        for r in 0..R {
+                            if VNNI {
+                                // VNNI is true only inside `panel_vnni`, which enables AVX-VNNI.
+                                acc32[r][i] = dpbusd(dpbusd(acc32[r][i], lo, alo[r]), hi, ahi[r]);
+                            } else {
+                                let s = _mm256_add_epi16(
+                                    _mm256_maddubs_epi16(lo, alo[r]),
+                                    _mm256_maddubs_epi16(hi, ahi[r]),
+                                );
+                                acc16[r][i] = _mm256_add_epi16(acc16[r][i], s);
+                            }
                         }
                     }
                 }
             }
-        }
-        if !VNNI {
-            for r in 0..R {
-                for i in 0..2 * J {
-                    acc32[r][i] =
-                        _mm256_add_epi32(acc32[r][i], _mm256_madd_epi16(acc16[r][i], ones));
+            if !VNNI {
+                for r in 0..R {
+                    for i in 0..2 * J {
+                        acc32[r][i] =
+                            _mm256_add_epi32(acc32[r][i], _mm256_madd_epi16(acc16[r][i], ones));
+                    }
                 }
             }
         }
-    }
-    for r in 0..R {
-        let va = _mm256_set1_ps(a.sum(rows[r], g) as f32);
-        let vs = _mm256_set1_ps(a.scale(rows[r], g));
-        let dst_row = &mut acc[(rows[r] - r0) * PANEL..][..PANEL];
-        for jj in 0..J {
-            for h in 0..2 {
-                let col = (j0 + jj) * 16 + h * 8;
-                let sw = bf16x8(&rec[SCALE_OFFSET + 2 * col..][..16]);
-                let z = bf16x8(&rec[ZERO_OFFSET + 2 * col..][..16]);
-                let d = _mm256_cvtepi32_ps(acc32[r][jj * 2 + h]);
-                let t = _mm256_fnmadd_ps(z, va, d);
-                let dst = &mut dst_row[col..col + 8];
-                // SAFETY: dst holds exactly 8 f32 (unaligned load/store).
-                unsafe {
+        for r in 0..R {
+            let va = _mm256_set1_ps(a.sum(rows[r], g) as f32);
+            let vs = _mm256_set1_ps(a.scale(rows[r], g));
+            let dst_row = &mut acc[(rows[r] - r0) * PANEL..][..PANEL];
+            for jj in 0..J {
+                for h in 0..2 {
+                    let col = (j0 + jj) * 16 + h * 8;
+                    let sw = bf16x8(&rec[SCALE_OFFSET + 2 * col..][..16]);
+                    let z = bf16x8(&rec[ZERO_OFFSET + 2 * col..][..16]);
+                    let d = _mm256_cvtepi32_ps(acc32[r][jj * 2 + h]);
+                    let t = _mm256_fnmadd_ps(z, va, d);
+                    let dst = &mut dst_row[col..col + 8];
+                    // dst holds exactly 8 f32 (unaligned load/store).
                     let prev = _mm256_loadu_ps(dst.as_ptr());
                     _mm256_storeu_ps(
                         dst.as_mut_ptr(),
