@@ -5,8 +5,31 @@
 //! touch would wait for DRAM with nothing to overlap, because everything after it needs
 //! the block; so while the rows of block `g` run, the bytes block `g + 1` will read are
 //! prefetched a few cache lines per register block.
+//!
+//! The decode GEMVs stream each panel once, front to back; [`stream_ahead`] keeps a fixed
+//! distance of prefetched lines in front of the read position, which the hardware
+//! prefetchers of some CPUs do not (on a Zen 1 the bf16 GEMV read 17 GB/s from DRAM with
+//! 2 threads without it and 20 with it).
 
 use core::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+
+/// Bytes ahead of the read position that [`stream_ahead`] prefetches (kernels_bench, Zen 1,
+/// bf16 GEMV 6144 × 2048, 2 threads: 2 KB and 8 KB within noise of each other, both
+/// 12-20 % faster than none).
+pub(crate) const STREAM_AHEAD: usize = 4096;
+
+/// Prefetches `lines` cache lines starting [`STREAM_AHEAD`] bytes after `at`, into L1.
+/// Call once per `64·lines` bytes consumed from a sequential stream.
+#[inline(always)]
+pub(crate) fn stream_ahead(at: *const u8, lines: usize) {
+    for l in 0..lines {
+        let p = at.wrapping_add(STREAM_AHEAD + 64 * l);
+        // SAFETY: a prefetch is only a hint: it never faults, even past the end of the
+        // stream's allocation, and writes nothing; `wrapping_add` keeps the address
+        // arithmetic defined. SSE is part of the x86-64 baseline.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) };
+    }
+}
 
 /// The next block's source bytes and how far their prefetch has got.
 pub(crate) struct NextBlock<'a> {

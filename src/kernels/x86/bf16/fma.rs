@@ -11,6 +11,7 @@
 use crate::kernels::bf16_act::ActF32;
 use crate::kernels::panel_split::{MR_MAX, Tile};
 use crate::kernels::x86::lanes::{Avx2, Avx512, Lanes16};
+use crate::kernels::x86::prefetch::stream_ahead;
 
 /// Bytes of one packed row (64 columns × 2 bf16).
 pub(crate) const ROW_BYTES: usize = 256;
@@ -42,6 +43,10 @@ unsafe fn micro<V: Lanes16, const MR: usize, const JB: usize, const SPLIT: bool>
             let odd = SPLIT as usize;
             for r in pairs.clone() {
                 let row = panel.add(r * ROW_BYTES);
+                if MR == 1 && JB == 4 {
+                    // Decode streams the panel once: keep the DRAM reads ahead.
+                    stream_ahead(row, ROW_BYTES / 64);
+                }
                 for jj in 0..JB {
                     let x = v.load_i(row.add((jb + jj) * 64));
                     let we = v.bf16_lo(x);

@@ -20,6 +20,7 @@ use crate::kernels::panel_split::w4a8_panels;
 use crate::kernels::pool::ThreadPool;
 use crate::kernels::registry::{KernelFn, Phase, Unit, Variant};
 use crate::kernels::weights::GROUP;
+use crate::kernels::x86::prefetch::stream_ahead;
 
 /// Up to this many rows per chunk, each row makes its own single pass over the record.
 const DECODE_ROWS: usize = 4;
@@ -176,6 +177,10 @@ unsafe fn record_rows<const R: usize, const J: usize, const VNNI: bool>(
             let mut acc16 = [[_mm256_setzero_si256(); 8]; R];
             for oo in 0..4 {
                 let o = ob * 4 + oo;
+                if R == 1 && J == 4 {
+                    // One row streams the record once: keep the DRAM reads ahead.
+                    stream_ahead(base.add(o * 256), 4);
+                }
                 let alo = xs.map(|x| _mm256_set1_epi32(dword(x, 8 * o)));
                 let ahi = xs.map(|x| _mm256_set1_epi32(dword(x, 8 * o + 4)));
                 for jj in 0..J {
