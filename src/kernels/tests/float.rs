@@ -378,6 +378,7 @@ fn registered_variants_match_their_entry_points() {
             &[
                 "bf16-scalar",
                 "bf16-gemv-avx2",
+                "bf16-gemv-avx2-stream",
                 "bf16-gemv-avx512",
                 "bf16-gemm-avx2",
                 "bf16-gemm-amx",

@@ -42,6 +42,7 @@ pub static VARIANTS: &[&Variant] = &[
     &w4a8::avx2::W4A8_AVXVNNI,
     &w4a8::gemm_avx2::W4A8_GEMM_AVX2,
     &w4a8::avx2::W4A8_AVX2,
+    &w4a8::avx2::W4A8_AVX2_STREAM,
     &w4a16::GEMM_AMX,
     &w4a16::GEMM_AVX512BF16,
     &w4a16::GEMV_AVX512,
@@ -55,6 +56,7 @@ pub static VARIANTS: &[&Variant] = &[
     &bf16::GEMV_AVX512,
     &bf16::GEMM_AVX2,
     &bf16::GEMV_AVX2,
+    &bf16::GEMV_AVX2_STREAM,
 ];
 
 /// The feature table's name for `f` (`/proc/cpuinfo` spelling); `None` off x86.

@@ -86,6 +86,7 @@ unsafe fn micro<V: Lanes16, const MR: usize, const JB: usize, const SPLIT: bool,
 unsafe fn block<V: Lanes16>(
     v: V,
     wide: bool,
+    stream: bool,
     panel: *const u8,
     pairs: core::ops::Range<usize>,
     act: &ActF32,
@@ -100,8 +101,8 @@ unsafe fn block<V: Lanes16>(
             (true, 2) => micro::<V, 2, 4, true, false>(v, panel, pairs, act, r0, tile),
             (true, 3) => micro::<V, 3, 4, false, false>(v, panel, pairs, act, r0, tile),
             (true, _) => micro::<V, 4, 4, false, false>(v, panel, pairs, act, r0, tile),
-            // Only the AVX2 decode block prefetches: measured on a Zen 1, not on AVX-512.
-            (false, 1) => micro::<V, 1, 4, false, true>(v, panel, pairs, act, r0, tile),
+            (false, 1) if stream => micro::<V, 1, 4, false, true>(v, panel, pairs, act, r0, tile),
+            (false, 1) => micro::<V, 1, 4, false, false>(v, panel, pairs, act, r0, tile),
             (false, 2) => micro::<V, 2, 2, false, false>(v, panel, pairs, act, r0, tile),
             (false, 3) => micro::<V, 3, 1, true, false>(v, panel, pairs, act, r0, tile),
             (false, _) => micro::<V, 4, 1, false, false>(v, panel, pairs, act, r0, tile),
@@ -123,12 +124,14 @@ fn in_bounds(
         && act.a.len() == act.m * act.k
 }
 
-/// AVX2 block: rows `r0..r0+mr` of one packed panel over k-pairs `pairs`, into `tile`.
+/// AVX2 block: rows `r0..r0+mr` of one packed panel over k-pairs `pairs`, into `tile`;
+/// `stream`: a one-row block prefetches ahead of its reads (`bf16-gemv-avx2-stream`).
 /// Returns `false` (and computes nothing) if the slices do not cover the request.
 #[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx2,fma")]
 pub(crate) fn block_avx2(
     v: Avx2,
+    stream: bool,
     panel: &[u8],
     pairs: core::ops::Range<usize>,
     act: &ActF32,
@@ -140,7 +143,7 @@ pub(crate) fn block_avx2(
         return false;
     }
     // SAFETY: `v` proves avx2+fma, enabled here; bounds checked above.
-    unsafe { block(v, false, panel.as_ptr(), pairs, act, r0, mr, tile) };
+    unsafe { block(v, false, stream, panel.as_ptr(), pairs, act, r0, mr, tile) };
     true
 }
 
@@ -160,6 +163,6 @@ pub(crate) fn block_avx512(
         return false;
     }
     // SAFETY: `v` proves the AVX-512 features enabled here; bounds checked above.
-    unsafe { block(v, true, panel.as_ptr(), pairs, act, r0, mr, tile) };
+    unsafe { block(v, true, false, panel.as_ptr(), pairs, act, r0, mr, tile) };
     true
 }

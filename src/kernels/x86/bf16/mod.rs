@@ -75,7 +75,26 @@ pub unsafe fn gemv_avx2(pool: &ThreadPool, w: &PackedBf16, x: Bf16Rows<'_>, out:
     let Some(v) = Avx2::new() else { return };
     run_fma(pool, w, x, out, |panel, pairs, act, r0, mr, tile| {
         // SAFETY: `v` proves AVX2 + FMA.
-        unsafe { bf16_fma::block_avx2(v, panel, pairs, act, r0, mr, tile) }
+        unsafe { bf16_fma::block_avx2(v, false, panel, pairs, act, r0, mr, tile) }
+    });
+}
+
+/// `bf16-gemv-avx2-stream`: `bf16-gemv-avx2` with software prefetch ahead of the one-row
+/// stream.
+///
+/// # Safety
+///
+/// As [`gemv_avx2`].
+pub unsafe fn gemv_avx2_stream(
+    pool: &ThreadPool,
+    w: &PackedBf16,
+    x: Bf16Rows<'_>,
+    out: &mut [f32],
+) {
+    let Some(v) = Avx2::new() else { return };
+    run_fma(pool, w, x, out, |panel, pairs, act, r0, mr, tile| {
+        // SAFETY: `v` proves AVX2 + FMA.
+        unsafe { bf16_fma::block_avx2(v, true, panel, pairs, act, r0, mr, tile) }
     });
 }
 
@@ -200,6 +219,19 @@ pub static GEMV_AVX2: Variant = Variant {
     requires: &[Feature::Avx2, Feature::Fma],
     rank: 10,
     kernel: KernelFn::Bf16(gemv_avx2),
+};
+
+/// Registry entry: the AVX2 FMA GEMV with a fixed software prefetch distance, for decode.
+/// Ranked under the plain GEMV (on a Zen 1 it streamed 15-20 % faster from DRAM; on other
+/// CPUs prefetch has cost more than it gave), so `bench`'s race decides per host.
+pub static GEMV_AVX2_STREAM: Variant = Variant {
+    name: "bf16-gemv-avx2-stream",
+    isa: "avx2",
+    unit: Unit::Avx2Fma,
+    phases: &[Phase::Decode],
+    requires: &[Feature::Avx2, Feature::Fma],
+    rank: 9,
+    kernel: KernelFn::Bf16(gemv_avx2_stream),
 };
 
 /// Registry entry: AVX2 FMA prefill GEMM on widened f32 blocks.

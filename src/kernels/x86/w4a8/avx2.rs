@@ -36,6 +36,20 @@ pub static W4A8_AVX2: Variant = Variant {
     kernel: KernelFn::W4A8(w4a8_avx2),
 };
 
+/// AVX2 W4A8 decode with a fixed software prefetch distance ahead of the one-row stream.
+/// Ranked under `w4a8-avx2` (on a Zen 1 it streamed about 20 % faster from DRAM; a
+/// prefetch of whole records ahead once made a Zen 2 25 % slower), so `bench`'s race
+/// decides per host.
+pub static W4A8_AVX2_STREAM: Variant = Variant {
+    name: "w4a8-avx2-stream",
+    isa: "avx2",
+    unit: Unit::Avx2Int8,
+    phases: &[Phase::Decode],
+    requires: &[Feature::Avx2, Feature::Fma],
+    rank: 9,
+    kernel: KernelFn::W4A8(w4a8_avx2_stream),
+};
+
 /// AVX-VNNI W4A8 (ymm `vpdpbusd`).
 pub static W4A8_AVXVNNI: Variant = Variant {
     name: "w4a8-avxvnni",
@@ -52,7 +66,18 @@ pub static W4A8_AVXVNNI: Variant = Variant {
 unsafe fn w4a8_avx2(pool: &ThreadPool, w: &PackedW4, a: &QuantActs, out: &mut [f32]) {
     let kern = |w: &PackedW4, a: &QuantActs, p, gr, rows, acc: &mut [f32]| {
         // SAFETY: this closure only runs inside w4a8_avx2, whose caller guarantees AVX2+FMA.
-        unsafe { panel_avx2(w, a, p, gr, rows, acc) }
+        unsafe { panel_avx2::<false>(w, a, p, gr, rows, acc) }
+    };
+    w4a8_panels(pool, w, a, out, &kern);
+}
+
+/// # Safety
+/// The CPU supports AVX2 and FMA; shapes as in `registry::W4A8Fn`.
+unsafe fn w4a8_avx2_stream(pool: &ThreadPool, w: &PackedW4, a: &QuantActs, out: &mut [f32]) {
+    let kern = |w: &PackedW4, a: &QuantActs, p, gr, rows, acc: &mut [f32]| {
+        // SAFETY: this closure only runs inside w4a8_avx2_stream, whose caller guarantees
+        // AVX2+FMA.
+        unsafe { panel_avx2::<true>(w, a, p, gr, rows, acc) }
     };
     w4a8_panels(pool, w, a, out, &kern);
 }
@@ -68,9 +93,9 @@ unsafe fn w4a8_avxvnni(pool: &ThreadPool, w: &PackedW4, a: &QuantActs, out: &mut
 }
 
 /// The AVX2 instance of [`panel`]: the register-blocked loops are inlined here, compiled
-/// for AVX2 + FMA.
+/// for AVX2 + FMA. `STREAM`: one-row passes prefetch ahead of their reads.
 #[target_feature(enable = "avx2,fma")]
-fn panel_avx2(
+fn panel_avx2<const STREAM: bool>(
     w: &PackedW4,
     a: &QuantActs,
     p: usize,
@@ -79,7 +104,7 @@ fn panel_avx2(
     acc: &mut [f32],
 ) {
     // SAFETY: AVX2 + FMA are enabled on this function.
-    unsafe { panel::<false>(w, a, p, groups, rows, acc) }
+    unsafe { panel::<false, STREAM>(w, a, p, groups, rows, acc) }
 }
 
 /// The AVX-VNNI instance of [`panel`]. The loops must be inlined into a function that
@@ -95,17 +120,17 @@ fn panel_vnni(
     acc: &mut [f32],
 ) {
     // SAFETY: AVX2, FMA and AVX-VNNI are enabled on this function.
-    unsafe { panel::<true>(w, a, p, groups, rows, acc) }
+    unsafe { panel::<true, false>(w, a, p, groups, rows, acc) }
 }
 
 /// One panel over `groups` for `rows` (see `panel_split::PanelKernel`). `VNNI` selects the
-/// `vpdpbusd` inner product.
+/// `vpdpbusd` inner product; `STREAM` prefetches ahead of one-row passes.
 ///
 /// # Safety
 /// AVX2 and FMA (and AVX-VNNI where `VNNI`) are enabled in the caller, into which this
 /// function is inlined.
 #[inline(always)]
-unsafe fn panel<const VNNI: bool>(
+unsafe fn panel<const VNNI: bool, const STREAM: bool>(
     w: &PackedW4,
     a: &QuantActs,
     p: usize,
@@ -125,7 +150,7 @@ unsafe fn panel<const VNNI: bool>(
             // Decode: one sequential pass per row; rows after the first hit the record in L1.
             for r in rows.clone() {
                 // SAFETY: forwarded contract (this function's features).
-                unsafe { record_rows::<1, 4, VNNI>(rec, 0, a, g, [r], r0, acc) };
+                unsafe { record_rows::<1, 4, VNNI, STREAM>(rec, 0, a, g, [r], r0, acc) };
             }
             continue;
         }
@@ -138,12 +163,12 @@ unsafe fn panel<const VNNI: bool>(
             } else if rows.end - r >= 2 {
                 for j in 0..4 {
                     // SAFETY: forwarded contract (this function's features).
-                    unsafe { record_rows::<2, 1, VNNI>(rec, j, a, g, [r, r + 1], r0, acc) };
+                    unsafe { record_rows::<2, 1, VNNI, false>(rec, j, a, g, [r, r + 1], r0, acc) };
                 }
                 r += 2;
             } else {
                 // SAFETY: forwarded contract (this function's features).
-                unsafe { record_rows::<1, 4, VNNI>(rec, 0, a, g, [r], r0, acc) };
+                unsafe { record_rows::<1, 4, VNNI, STREAM>(rec, 0, a, g, [r], r0, acc) };
                 r += 1;
             }
         }
@@ -156,7 +181,7 @@ unsafe fn panel<const VNNI: bool>(
 /// # Safety
 /// As [`panel`]: inlined into a function enabling AVX2 + FMA (+ AVX-VNNI where `VNNI`).
 #[inline(always)]
-unsafe fn record_rows<const R: usize, const J: usize, const VNNI: bool>(
+unsafe fn record_rows<const R: usize, const J: usize, const VNNI: bool, const STREAM: bool>(
     rec: &[u8],
     j0: usize,
     a: &QuantActs,
@@ -177,9 +202,8 @@ unsafe fn record_rows<const R: usize, const J: usize, const VNNI: bool>(
             let mut acc16 = [[_mm256_setzero_si256(); 8]; R];
             for oo in 0..4 {
                 let o = ob * 4 + oo;
-                if !VNNI && R == 1 && J == 4 {
-                    // One row streams the record once: keep the DRAM reads ahead (measured
-                    // on a Zen 1; the AVX-VNNI form is left as it was, unmeasured).
+                if STREAM && R == 1 && J == 4 {
+                    // One row streams the record once: keep the DRAM reads ahead.
                     stream_ahead(base.add(o * 256), 4);
                 }
                 let alo = xs.map(|x| _mm256_set1_epi32(dword(x, 8 * o)));
