@@ -66,26 +66,13 @@ where
     });
 }
 
-/// `bf16-gemv-avx2`.
+/// `bf16-gemv-avx2` (`STREAM = false`) and `bf16-gemv-avx2-stream` (software prefetch ahead
+/// of the one-row stream).
 ///
 /// # Safety
 ///
 /// The CPU runs AVX2 and FMA; shapes agree (`x.k == w.k()`, `out.len() == x.m·w.n()`).
-pub unsafe fn gemv_avx2(pool: &ThreadPool, w: &PackedBf16, x: Bf16Rows<'_>, out: &mut [f32]) {
-    let Some(v) = Avx2::new() else { return };
-    run_fma(pool, w, x, out, |panel, pairs, act, r0, mr, tile| {
-        // SAFETY: `v` proves AVX2 + FMA.
-        unsafe { bf16_fma::block_avx2(v, false, panel, pairs, act, r0, mr, tile) }
-    });
-}
-
-/// `bf16-gemv-avx2-stream`: `bf16-gemv-avx2` with software prefetch ahead of the one-row
-/// stream.
-///
-/// # Safety
-///
-/// As [`gemv_avx2`].
-pub unsafe fn gemv_avx2_stream(
+pub unsafe fn gemv_avx2<const STREAM: bool>(
     pool: &ThreadPool,
     w: &PackedBf16,
     x: Bf16Rows<'_>,
@@ -94,7 +81,7 @@ pub unsafe fn gemv_avx2_stream(
     let Some(v) = Avx2::new() else { return };
     run_fma(pool, w, x, out, |panel, pairs, act, r0, mr, tile| {
         // SAFETY: `v` proves AVX2 + FMA.
-        unsafe { bf16_fma::block_avx2(v, true, panel, pairs, act, r0, mr, tile) }
+        unsafe { bf16_fma::block_avx2(v, STREAM, panel, pairs, act, r0, mr, tile) }
     });
 }
 
@@ -107,7 +94,7 @@ pub unsafe fn gemm_avx2(pool: &ThreadPool, w: &PackedBf16, x: Bf16Rows<'_>, out:
     if x.m < fma_gemm::BF16_MIN_M || !x.k.is_multiple_of(GROUP) {
         // SAFETY: the GEMV needs the same features (AVX2 + FMA) and shapes, and takes any
         // even K.
-        return unsafe { gemv_avx2(pool, w, x, out) };
+        return unsafe { gemv_avx2::<false>(pool, w, x, out) };
     }
     let Some(v) = Avx2::new() else { return };
     if x.k != w.k() {
@@ -218,7 +205,7 @@ pub static GEMV_AVX2: Variant = Variant {
     phases: &[Phase::Decode, Phase::Prefill],
     requires: &[Feature::Avx2, Feature::Fma],
     rank: 10,
-    kernel: KernelFn::Bf16(gemv_avx2),
+    kernel: KernelFn::Bf16(gemv_avx2::<false>),
 };
 
 /// Registry entry: the AVX2 FMA GEMV with a fixed software prefetch distance, for decode.
@@ -231,7 +218,7 @@ pub static GEMV_AVX2_STREAM: Variant = Variant {
     phases: &[Phase::Decode],
     requires: &[Feature::Avx2, Feature::Fma],
     rank: 9,
-    kernel: KernelFn::Bf16(gemv_avx2_stream),
+    kernel: KernelFn::Bf16(gemv_avx2::<true>),
 };
 
 /// Registry entry: AVX2 FMA prefill GEMM on widened f32 blocks.

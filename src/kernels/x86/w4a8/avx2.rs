@@ -33,7 +33,7 @@ pub static W4A8_AVX2: Variant = Variant {
     phases: &[Phase::Decode, Phase::Prefill],
     requires: &[Feature::Avx2, Feature::Fma],
     rank: 10,
-    kernel: KernelFn::W4A8(w4a8_avx2),
+    kernel: KernelFn::W4A8(w4a8_avx2::<false>),
 };
 
 /// AVX2 W4A8 decode with a fixed software prefetch distance ahead of the one-row stream.
@@ -47,7 +47,7 @@ pub static W4A8_AVX2_STREAM: Variant = Variant {
     phases: &[Phase::Decode],
     requires: &[Feature::Avx2, Feature::Fma],
     rank: 9,
-    kernel: KernelFn::W4A8(w4a8_avx2_stream),
+    kernel: KernelFn::W4A8(w4a8_avx2::<true>),
 };
 
 /// AVX-VNNI W4A8 (ymm `vpdpbusd`).
@@ -61,23 +61,19 @@ pub static W4A8_AVXVNNI: Variant = Variant {
     kernel: KernelFn::W4A8(w4a8_avxvnni),
 };
 
+/// `w4a8-avx2` (`STREAM = false`) and `w4a8-avx2-stream`.
+///
 /// # Safety
 /// The CPU supports AVX2 and FMA; shapes as in `registry::W4A8Fn`.
-unsafe fn w4a8_avx2(pool: &ThreadPool, w: &PackedW4, a: &QuantActs, out: &mut [f32]) {
+unsafe fn w4a8_avx2<const STREAM: bool>(
+    pool: &ThreadPool,
+    w: &PackedW4,
+    a: &QuantActs,
+    out: &mut [f32],
+) {
     let kern = |w: &PackedW4, a: &QuantActs, p, gr, rows, acc: &mut [f32]| {
         // SAFETY: this closure only runs inside w4a8_avx2, whose caller guarantees AVX2+FMA.
-        unsafe { panel_avx2::<false>(w, a, p, gr, rows, acc) }
-    };
-    w4a8_panels(pool, w, a, out, &kern);
-}
-
-/// # Safety
-/// The CPU supports AVX2 and FMA; shapes as in `registry::W4A8Fn`.
-unsafe fn w4a8_avx2_stream(pool: &ThreadPool, w: &PackedW4, a: &QuantActs, out: &mut [f32]) {
-    let kern = |w: &PackedW4, a: &QuantActs, p, gr, rows, acc: &mut [f32]| {
-        // SAFETY: this closure only runs inside w4a8_avx2_stream, whose caller guarantees
-        // AVX2+FMA.
-        unsafe { panel_avx2::<true>(w, a, p, gr, rows, acc) }
+        unsafe { panel_avx2::<STREAM>(w, a, p, gr, rows, acc) }
     };
     w4a8_panels(pool, w, a, out, &kern);
 }
