@@ -3,8 +3,8 @@
 //! Dispatch order (highest rank first, per path and phase; see `registry::select`; `bench`
 //! races every available variant and reports the fastest):
 //! - W4A8 prefill: `w4a8-amx` → `w4a8-gemm-avx512vnni` → `w4a8-avx512vnni` → `w4a8-avxvnni`
-//!   → `w4a8-gemm-avx2` → `w4a8-avx2` → `w4a8-scalar`; decode: `w4a8-avx512vnni` →
-//!   `w4a8-avxvnni` → `w4a8-avx2` → scalar.
+//!   → `w4a8-gemm-avx2-asm` → `w4a8-gemm-avx2` → `w4a8-avx2` → `w4a8-scalar`; decode:
+//!   `w4a8-avx512vnni` → `w4a8-avxvnni` → `w4a8-avx2` → scalar.
 //! - W4A16 prefill: `w4a16-gemm-amx` → `w4a16-gemm-avx512bf16` → `w4a16-gemv-avx512` →
 //!   `w4a16-gemm-avx2` → `w4a16-gemv-avx2` → `w4a16-scalar`; decode: `w4a16-gemv-avx512-i16` →
 //!   `w4a16-gemv-avx512bf16` → `w4a16-gemv-avx512` → `w4a16-gemv-avx2-i16` → `w4a16-gemv-avx2` → scalar.
@@ -41,6 +41,7 @@ pub static VARIANTS: &[&Variant] = &[
     &w4a8::avx512vnni::W4A8_AVX512VNNI,
     &w4a8::avx2::W4A8_AVXVNNI,
     &w4a8::gemm_avx2::W4A8_GEMM_AVX2,
+    &w4a8::gemm_avx2::W4A8_GEMM_AVX2_ASM,
     &w4a8::avx2::W4A8_AVX2,
     &w4a8::avx2::W4A8_AVX2_STREAM,
     &w4a16::GEMM_AMX,
