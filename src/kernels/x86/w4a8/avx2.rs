@@ -191,7 +191,8 @@ unsafe fn record_rows<const R: usize, const J: usize, const VNNI: bool, const ST
     unsafe {
         let mask = _mm256_set1_epi8(0x0F);
         let ones = _mm256_set1_epi16(1);
-        let xs: [&[i8]; R] = rows.map(|r| &a.row(r)[g * GROUP..][..GROUP]);
+        // Fixed-size rows: the per-octet bounds checks of `dword` fold away.
+        let xs: [&[i8; GROUP]; R] = rows.map(|r| group_codes(a, r, g));
         let mut acc32 = [[_mm256_setzero_si256(); 8]; R];
         let base = rec.as_ptr();
         for ob in 0..4 {
@@ -346,6 +347,14 @@ fn prefetch_next(rec: &[u8]) {
 #[inline]
 unsafe fn dpbusd(acc: __m256i, u8s: __m256i, i8s: __m256i) -> __m256i {
     _mm256_dpbusd_avx_epi32(acc, u8s, i8s)
+}
+
+/// Row `r`'s codes of group `g`.
+#[inline(always)]
+fn group_codes<'a>(a: &'a QuantActs, r: usize, g: usize) -> &'a [i8; GROUP] {
+    a.row(r)[g * GROUP..][..GROUP]
+        .try_into()
+        .expect("a group holds GROUP codes")
 }
 
 /// Four activation bytes at `x[i..i+4]` as one little-endian dword (a plain unaligned load,
