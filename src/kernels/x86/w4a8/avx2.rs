@@ -351,7 +351,7 @@ unsafe fn dpbusd(acc: __m256i, u8s: __m256i, i8s: __m256i) -> __m256i {
 
 /// Row `r`'s codes of group `g`.
 #[inline(always)]
-fn group_codes<'a>(a: &'a QuantActs, r: usize, g: usize) -> &'a [i8; GROUP] {
+fn group_codes(a: &QuantActs, r: usize, g: usize) -> &[i8; GROUP] {
     a.row(r)[g * GROUP..][..GROUP]
         .try_into()
         .expect("a group holds GROUP codes")
