@@ -232,8 +232,8 @@ unsafe fn micro<const R: usize, const ADD: bool, const ASM: bool>(
 /// at the column pair's byte offset, `x` the first row's codes of the group.
 ///
 /// # Safety
-/// AVX2 enabled; quads q < 32 read 64 bytes at `w + 256q`; `x` holds R rows of ≥ 128
-/// codes at stride `lda`.
+/// AVX2 enabled; quads q < 32 read 64 bytes at `w + 256q`, `w` 32-byte aligned; `x` holds
+/// R rows of ≥ 128 codes at stride `lda`.
 #[inline(always)]
 #[allow(clippy::needless_range_loop)]
 unsafe fn group_sums<const R: usize, const ASM: bool>(
@@ -282,6 +282,9 @@ unsafe fn group_sums<const R: usize, const ASM: bool>(
 /// loads, one broadcast per row, four `vpmaddubsw` each added into its i16 accumulator;
 /// every 8 quads the four are folded into i32 with `vpmaddwd` against ones (a
 /// sign-extending fold, `vextracti128` + `vpmovsxwd`, measured 11 % slower on Zen 1).
+///
+/// # Safety
+/// As [`group_sums`] with R = 2.
 #[inline]
 #[target_feature(enable = "avx2")]
 unsafe fn two_rows(w: *const u8, x: *const i8, lda: usize) -> [[__m256i; 2]; 2] {
@@ -292,9 +295,10 @@ unsafe fn two_rows(w: *const u8, x: *const i8, lda: usize) -> [[__m256i; 2]; 2] 
         _mm256_setzero_si256(),
         _mm256_setzero_si256(),
     );
-    // SAFETY: reads 32 quads × 64 bytes of the code block from w (rows at 256-byte stride)
-    // and 128 bytes of each of the two activation rows x, x + lda (the caller's contract);
-    // AVX2 is enabled by the caller; no memory is written and the stack is untouched.
+    // SAFETY: reads 32 quads × 64 bytes of the code block from w (rows at 256-byte stride;
+    // `vmovdqa` needs w 32-byte aligned: the block is 64-aligned and w is at a multiple of 64
+    // in it) and 128 bytes of each of the two activation rows x, x + lda (the caller's
+    // contract); AVX2 is enabled on this function; no memory is written, the stack is untouched.
     unsafe {
         core::arch::asm!(
             "2:",
