@@ -150,6 +150,13 @@ impl QuantActs {
     pub fn row(&self, m: usize) -> &[i8] {
         &self.q[m * self.k..][..self.k]
     }
+    /// Codes of row m, group g: a fixed-size array, so index checks on it fold away.
+    #[inline]
+    pub fn group(&self, m: usize, g: usize) -> &[i8; GROUP] {
+        self.row(m)[g * GROUP..][..GROUP]
+            .try_into()
+            .expect("a group holds GROUP codes")
+    }
     /// Scale of (row, group).
     #[inline]
     pub fn scale(&self, m: usize, g: usize) -> f32 {

@@ -10,7 +10,6 @@ use super::pack::{CODES_BYTES, PANEL, PackedW4, record_scale, record_zero};
 use super::panel_split::w4a8_panels;
 use super::pool::ThreadPool;
 use super::registry::{KernelFn, Phase, Unit, Variant};
-use super::weights::GROUP;
 
 /// The portable W4A8 variant.
 pub static W4A8_SCALAR: Variant = Variant {
@@ -43,7 +42,7 @@ pub fn panel(
     for g in groups {
         let rec = w.record(p, g);
         for r in rows.clone() {
-            let x = &a.row(r)[g * GROUP..][..GROUP];
+            let x = a.group(r, g);
             let (sa, big_a) = (a.scale(r, g), a.sum(r, g) as f32);
             // D for the 64 columns, walking the record in storage order: chunk (o, j), byte
             // 4c + t holds k = 8o + t (low nibble) and 8o + 4 + t (high nibble) of column 16j + c.

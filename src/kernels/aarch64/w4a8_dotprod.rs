@@ -98,7 +98,7 @@ fn record_rows<const R: usize, const JB: usize>(
 ) {
     assert!(rec.len() >= CODES_BYTES + 256 && j0 + JB <= 4);
     let mask = vdupq_n_u8(0x0F);
-    let xs: [&[i8]; R] = rows.map(|r| &a.row(r)[g * GROUP..][..GROUP]);
+    let xs: [&[i8; GROUP]; R] = rows.map(|r| a.group(r, g));
     let mut d = [[vdupq_n_s32(0); 16]; R];
     for pair in 0..8 {
         // Activation bytes k = 16·pair .. 16·pair + 16 of the group: quads (lo, hi) of

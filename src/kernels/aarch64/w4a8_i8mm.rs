@@ -83,7 +83,7 @@ fn panel(
 fn row_codes(a: &QuantActs, r: usize, g: usize) -> &[i8] {
     static ZERO: [i8; GROUP] = [0; GROUP];
     if r < a.m_padded() {
-        &a.row(r)[g * GROUP..][..GROUP]
+        a.group(r, g)
     } else {
         &ZERO
     }

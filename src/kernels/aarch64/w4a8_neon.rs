@@ -56,7 +56,7 @@ fn panel(
     for g in groups {
         let rec = w.record(p, g);
         for r in rows.clone() {
-            let x = &a.row(r)[g * GROUP..][..GROUP];
+            let x = a.group(r, g);
             let dst = &mut acc[(r - r0) * PANEL..][..PANEL];
             record_row(rec, x, a.sum(r, g) as f32, a.scale(r, g), dst);
         }

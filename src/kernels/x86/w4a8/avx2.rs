@@ -192,7 +192,7 @@ unsafe fn record_rows<const R: usize, const J: usize, const VNNI: bool, const ST
         let mask = _mm256_set1_epi8(0x0F);
         let ones = _mm256_set1_epi16(1);
         // Fixed-size rows: the per-octet bounds checks of `dword` fold away.
-        let xs: [&[i8; GROUP]; R] = rows.map(|r| group_codes(a, r, g));
+        let xs: [&[i8; GROUP]; R] = rows.map(|r| a.group(r, g));
         let mut acc32 = [[_mm256_setzero_si256(); 8]; R];
         let base = rec.as_ptr();
         for ob in 0..4 {
@@ -271,7 +271,7 @@ unsafe fn record_rows<const R: usize, const J: usize, const VNNI: bool, const ST
 fn record_rows4(rec: &[u8], a: &QuantActs, g: usize, rows: [usize; 4], r0: usize, acc: &mut [f32]) {
     let mut bc = [_mm256_setzero_si256(); 4 * 32];
     for (r, &row) in rows.iter().enumerate() {
-        let x = &a.row(row)[g * GROUP..][..GROUP];
+        let x = a.group(row, g);
         for q in 0..32 {
             bc[r * 32 + q] = _mm256_set1_epi32(dword(x, 4 * q));
         }
@@ -347,14 +347,6 @@ fn prefetch_next(rec: &[u8]) {
 #[inline]
 unsafe fn dpbusd(acc: __m256i, u8s: __m256i, i8s: __m256i) -> __m256i {
     _mm256_dpbusd_avx_epi32(acc, u8s, i8s)
-}
-
-/// Row `r`'s codes of group `g`.
-#[inline(always)]
-fn group_codes(a: &QuantActs, r: usize, g: usize) -> &[i8; GROUP] {
-    a.row(r)[g * GROUP..][..GROUP]
-        .try_into()
-        .expect("a group holds GROUP codes")
 }
 
 /// Four activation bytes at `x[i..i+4]` as one little-endian dword (a plain unaligned load,

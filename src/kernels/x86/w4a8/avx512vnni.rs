@@ -104,7 +104,7 @@ fn record_rows<const R: usize>(
     acc: &mut [f32],
 ) {
     let mask = _mm512_set1_epi8(0x0F);
-    let xs: [&[i8]; R] = rows.map(|r| &a.row(r)[g * GROUP..][..GROUP]);
+    let xs: [&[i8; GROUP]; R] = rows.map(|r| a.group(r, g));
     let mut d = [[_mm512_setzero_si512(); 4]; R];
     let base = rec.as_ptr();
     for o in 0..16 {
