@@ -31,13 +31,20 @@
 //! groups, values just under rounding midpoints), the group gets a second pass over the
 //! rounding residue in block FP of its own, leaving at most 2^-30 of the largest per value.
 //!
-//! Register blocking: one row takes all 64 columns per pass over the octets (8 int32
-//! accumulators) and broadcasts its 4 activation pairs per octet straight from the prepared
-//! row; two rows take 32 columns (two passes), three or four rows 16 (four passes; the
-//! record is in L1 after the first), reading pairs broadcast once per (row, group) into a
-//! stack block as memory operands (as `w4a8-avx2`'s four-row path does). The next record
-//! of the panel is prefetched during the first pass (from DRAM the hardware alone left the
-//! GEMV at about 20 GB/s with 2 threads on the Zen 2, against 24-26 with it).
+//! One row (decode) uses a cheaper mix ([`one_row_pass`]): `x & 0x00F0` and
+//! `(x >> 4) & 0x00F0` keep their nibbles 16 times too large in an accumulator of their own,
+//! so a half costs 2 shifts and 3 ands.
+//!
+//! Register blocking: one row takes 32 columns per pass over the octets (two accumulators
+//! per 8 columns, 8 in all; two passes) and broadcasts its 4 activation pairs per octet
+//! straight from the prepared row; two rows take 32 columns (two passes), three or four rows
+//! 16 (four passes; the record is in L1 after the first), reading pairs broadcast once per
+//! (row, group) into a stack block as memory operands (as `w4a8-avx2`'s four-row path does).
+//! The next record of the panel is prefetched while this one is read (from DRAM the hardware
+//! alone left the GEMV at about 20 GB/s with 2 threads on the Zen 2, against 24-26 with it);
+//! the one-row path spreads it over both passes (on the Zen 1, prefetching it all in the
+//! first pass left the two-pass loop 4 % slower from DRAM than the old one-pass loop,
+//! spreading it made it 3-4 % faster).
 
 use core::arch::x86_64::*;
 use core::ops::Range;
@@ -118,7 +125,13 @@ unsafe fn micro<const MR: usize, const J: usize>(
             act,
             r0..r0 + MR,
             #[inline(always)]
-            |rec, form, g, next| group_pass::<MR, J>(rec, form, act.k, ng, r0, g, tile, next),
+            |rec, form, g, next| {
+                if MR == 1 {
+                    one_row_pass(rec, form, act.k, ng, r0, g, tile, next)
+                } else {
+                    group_pass::<MR, J>(rec, form, act.k, ng, r0, g, tile, next)
+                }
+            },
         )
     }
 }
@@ -243,6 +256,82 @@ unsafe fn group_pass<const MR: usize, const J: usize>(
     }
 }
 
+/// Columns per pass of [`one_row_pass`]: 4 halves.
+const ONE_ROW_J: usize = 4;
+
+/// One group of row `r0` against record `rec` in activation form `form`, added to `tile`
+/// (the decode case). Two of the four operands keep their nibble in place, 16 times too
+/// large: `x & 0x00F0` (q4, q6) and `(x >> 4) & 0x00F0` (q1, q3), summed into their own
+/// accumulator, which is shifted right by 4 (exactly: every term is a multiple of 16) before
+/// the fold. That is 2 shifts and 3 ands per 32 bytes instead of 3 and 3. On a Zen 1 core,
+/// timed standalone in `asm`, this mix runs at the `vpmaddwd` bound (7.9 cycles per 64
+/// weights, the same as the multiplies and adds alone) where the three-shift mix takes 9.8;
+/// in the kernel, one row from L2 went from 40.5 to 37.9 µs (256 × 2048). Two
+/// accumulators per half leave room for 4 halves per pass (two passes over the octets; the
+/// record is in L1 for the second).
+///
+/// Range: per dword and octet the scaled accumulator gains at most 2 · 2 · 240 · 32 640 <
+/// 2^25, so 16 octets stay below 2^29.
+///
+/// # Safety
+///
+/// As [`group_pass`] with `MR = 1`.
+#[allow(clippy::too_many_arguments)] // the same arguments as `group_pass`
+#[inline(always)]
+unsafe fn one_row_pass(
+    rec: *const u8,
+    form: Form<'_>,
+    k: usize,
+    ng: usize,
+    r0: usize,
+    g: usize,
+    tile: &mut Tile,
+    mut next: Option<&mut NextBlock<'_>>,
+) {
+    // SAFETY: (whole body) AVX2 + FMA are enabled in the caller; record offsets stay below
+    // RECORD_BYTES, activation offsets inside row r0 and group g, tile offsets below 64
+    // (this function's contract).
+    unsafe {
+        let low = _mm256_set1_epi16(0x000F);
+        let high = _mm256_set1_epi16(0x00F0);
+        let row = form.q.as_ptr().add(r0 * k + g * GROUP).cast::<i32>();
+        let i = r0 * ng + g;
+        for pass in (0..HALVES).step_by(ONE_ROW_J) {
+            let mut ones = [_mm256_setzero_si256(); ONE_ROW_J];
+            let mut sixteens = [_mm256_setzero_si256(); ONE_ROW_J];
+            for o in 0..GROUP / 8 {
+                let p: [__m256i; 4] = core::array::from_fn(|d| {
+                    _mm256_set1_epi32(row.add(4 * o + d).read_unaligned())
+                });
+                if let Some(next) = next.as_deref_mut() {
+                    next.advance(3); // 2 passes × 16 octets × 3 ≥ 68 lines
+                }
+                for h in 0..ONE_ROW_J {
+                    let x = _mm256_loadu_si256(
+                        rec.add(o * OCTET_BYTES + (pass + h) * 32).cast::<__m256i>(),
+                    );
+                    let c0 = _mm256_and_si256(x, low);
+                    let c1 = _mm256_and_si256(x, high);
+                    let c2 = _mm256_and_si256(_mm256_srli_epi16::<4>(x), high);
+                    let c3 = _mm256_srli_epi16::<12>(x);
+                    let one =
+                        _mm256_add_epi32(_mm256_madd_epi16(c0, p[0]), _mm256_madd_epi16(c3, p[3]));
+                    let sixteen =
+                        _mm256_add_epi32(_mm256_madd_epi16(c1, p[1]), _mm256_madd_epi16(c2, p[2]));
+                    ones[h] = _mm256_add_epi32(ones[h], one);
+                    sixteens[h] = _mm256_add_epi32(sixteens[h], sixteen);
+                }
+            }
+            for h in 0..ONE_ROW_J {
+                let col = (pass + h) * 8;
+                let d = _mm256_add_epi32(ones[h], _mm256_srai_epi32::<4>(sixteens[h]));
+                let dst = tile.as_mut_ptr().add(col);
+                fold(rec, col, d, form.sums[i], form.factor[i], dst);
+            }
+        }
+    }
+}
+
 /// Checks the slice bounds the microkernel relies on.
 pub(super) fn in_bounds(
     panel: &[u8],
@@ -282,7 +371,7 @@ pub(crate) fn block(
     // SAFETY: `_v` proves AVX2 + FMA, enabled on this fn; bounds checked above.
     unsafe {
         match mr {
-            1 => micro::<1, 8>(p, groups, act, r0, tile),
+            1 => micro::<1, ONE_ROW_J>(p, groups, act, r0, tile),
             2 => micro::<2, 4>(p, groups, act, r0, tile),
             3 => micro::<3, 2>(p, groups, act, r0, tile),
             _ => micro::<4, 2>(p, groups, act, r0, tile),
