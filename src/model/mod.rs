@@ -384,13 +384,19 @@ impl ModelShape {
         refuse_gemma3n(origin, &types)?;
         refuse_unmodelled(origin, &types, cfg)?;
         let family = model_type.as_deref().and_then(families::family);
-        let (mut merged, mut defaulted) = merge_defaults(family, cfg, top);
+        let (mut merged, mut defaulted, renamed) = merge_defaults(family, cfg, top);
         family_rules(family, &mut merged, &mut defaulted, origin)?;
-        require_keys(&merged, model_type.as_deref(), cfg, origin)?;
         let field = Fields {
             cfg: &merged,
             origin,
+            renamed,
         };
+        // A key stated with a bad value is named as such, not as "missing" because a
+        // width derived from it could not be formed.
+        for key in REQUIRED {
+            field.opt_u64(key)?;
+        }
+        require_keys(&merged, family, model_type.as_deref(), cfg, origin)?;
         let dims = field.dims()?;
         let rule = family.map(|f| f.sliding);
         let (layer_kinds, sliding_window) =
@@ -971,27 +977,40 @@ fn family_rules(
         merged.insert("intermediate_size".into(), shared);
     }
     let hidden = count(merged, "hidden_size");
-    if family.model_type == "mpt" {
-        let ratio = match merged.get("expansion_ratio") {
-            None | Some(Value::Null) => 4.0,
-            Some(v) => v.as_f64().ok_or_else(|| {
+    if family.model_type == "mpt"
+        && let Some(h) = hidden
+    {
+        mpt_mlp_width(merged, h, origin)?;
+    }
+    let ffn_missing = merged.get("intermediate_size").is_none_or(Value::is_null);
+    if let (Some(mult), Some(h), true) = (family.ffn_mult, hidden, ffn_missing) {
+        merged.insert("intermediate_size".into(), mult.saturating_mul(h).into());
+        defaulted.push("intermediate_size".into());
+    }
+    Ok(())
+}
+
+/// MPT's MLP width: `expansion_ratio` (4 when unstated) × `d_model`, refused past
+/// [`MAX_DIM`] naming the ratio the config stated.
+fn mpt_mlp_width(merged: &mut Map<String, Value>, h: u64, origin: &str) -> anyhow::Result<()> {
+    let (ratio, stated) = match merged.get("expansion_ratio") {
+        None | Some(Value::Null) => (4.0, "4".to_owned()),
+        Some(v) => (
+            v.as_f64().ok_or_else(|| {
                 data_error(format!(
                     "{origin}: field \"expansion_ratio\" must be a number, got {v}"
                 ))
             })?,
-        };
-        if let Some(h) = hidden {
-            merged.insert(
-                "intermediate_size".into(),
-                ((h as f64 * ratio) as u64).into(),
-            );
-        }
+            v.to_string(),
+        ),
+    };
+    let width = h as f64 * ratio;
+    if !(1.0..=MAX_DIM as f64).contains(&width) {
+        return Err(data_error(format!(
+            "{origin}: field \"expansion_ratio\" ({stated}) times d_model ({h}) is not a plausible MLP width (1 to {MAX_DIM})"
+        )));
     }
-    let ffn_missing = merged.get("intermediate_size").is_none_or(Value::is_null);
-    if let (Some(mult), Some(h), true) = (family.ffn_mult, hidden, ffn_missing) {
-        merged.insert("intermediate_size".into(), (mult * h).into());
-        defaulted.push("intermediate_size".into());
-    }
+    merged.insert("intermediate_size".into(), (width as u64).into());
     Ok(())
 }
 
@@ -1008,11 +1027,16 @@ fn lfm2_mlp_width(merged: &mut Map<String, Value>, origin: &str) -> anyhow::Resu
     }
     let bad = |key: &str, v: &Value| {
         data_error(format!(
-            "{origin}: field \"{key}\" must be a positive number, got {v}"
+            "{origin}: field \"{key}\" must be a positive number giving an MLP width of at most {MAX_DIM}, got {v}"
         ))
     };
-    let Some(width) = merged.get("intermediate_size").and_then(Value::as_u64) else {
-        return Ok(()); // require_keys names it
+    // Missing or implausible: the field checks that follow name it.
+    let Some(width) = merged
+        .get("intermediate_size")
+        .and_then(Value::as_u64)
+        .filter(|w| *w <= MAX_DIM)
+    else {
+        return Ok(());
     };
     let mut width = 2 * width / 3;
     match merged.get("block_ffn_dim_multiplier") {
@@ -1020,13 +1044,13 @@ fn lfm2_mlp_width(merged: &mut Map<String, Value>, origin: &str) -> anyhow::Resu
         Some(v) => {
             let m = v
                 .as_f64()
-                .filter(|m| *m > 0.0)
+                .filter(|m| *m > 0.0 && m * width as f64 <= MAX_DIM as f64)
                 .ok_or_else(|| bad("block_ffn_dim_multiplier", v))?;
             width = (m * width as f64) as u64;
             let multiple = match merged.get("block_multiple_of") {
                 Some(v) => v
                     .as_u64()
-                    .filter(|m| *m > 0)
+                    .filter(|m| (1..=MAX_DIM).contains(m))
                     .ok_or_else(|| bad("block_multiple_of", v))?,
                 None => 1,
             };
@@ -1037,14 +1061,18 @@ fn lfm2_mlp_width(merged: &mut Map<String, Value>, origin: &str) -> anyhow::Resu
     Ok(())
 }
 
+/// (edgeplan's key, the config's own name for it), where a family's key name was used.
+type Renamed = Vec<(&'static str, &'static str)>;
+
 /// The family's defaults with the config's own keys over them (a key the config sets
-/// to null stays null: "no sliding window" overrides a default window), and the
-/// [`READ_KEYS`] that came from the defaults.
+/// to null stays null: "no sliding window" overrides a default window), the
+/// [`READ_KEYS`] that came from the defaults, and the family key names the config used
+/// (edgeplan's key, the config's key), so that errors name what the user wrote.
 fn merge_defaults(
     family: Option<&families::Family>,
     cfg: &Map<String, Value>,
     top: &Map<String, Value>,
-) -> (Map<String, Value>, Vec<String>) {
+) -> (Map<String, Value>, Vec<String>, Renamed) {
     let mut merged = family.map(families::defaults).unwrap_or_default();
     let mut defaulted: Vec<String> = READ_KEYS
         .iter()
@@ -1056,10 +1084,12 @@ fn merge_defaults(
     }
     // The family's own name for a key wins, as it is what the family's class reads
     // (ChatGLM's embedding has padded_vocab_size rows).
+    let mut renamed = Vec::new();
     for (canon, alias) in family.map(|f| f.aliases).unwrap_or_default() {
         if let Some(v) = cfg.get(*alias).filter(|v| !v.is_null()) {
             merged.insert(canon.to_string(), v.clone());
             defaulted.retain(|k| k != canon);
+            renamed.push((*canon, *alias));
         }
     }
     // A wrapper may state the tie at its top level rather than in text_config.
@@ -1070,12 +1100,13 @@ fn merge_defaults(
         merged.insert("tie_word_embeddings".into(), tie.clone());
         defaulted.retain(|k| k != "tie_word_embeddings");
     }
-    (merged, defaulted)
+    (merged, defaulted, renamed)
 }
 
 /// Every [`REQUIRED`] key missing (or null) in `merged`, named at once in one error.
 fn require_keys(
     merged: &Map<String, Value>,
+    family: Option<&families::Family>,
     model_type: Option<&str>,
     cfg: &Map<String, Value>,
     origin: &str,
@@ -1088,9 +1119,18 @@ fn require_keys(
     if missing.is_empty() {
         return Ok(());
     }
-    let mut which = match model_type {
-        Some(t) => format!("model_type \"{t}\" is not a family edgeplan has defaults for"),
-        None => "the config names no model_type, so no family defaults apply".into(),
+    let them = if missing.len() == 1 { "it" } else { "them" };
+    let mut which = match (family, model_type) {
+        (Some(f), _)
+            if missing
+                .iter()
+                .all(|k| cfg.get(*k).is_some_and(Value::is_null)) =>
+        {
+            format!("the config sets {them} to null, over {}'s default", f.class)
+        }
+        (Some(f), _) => format!("{} has no default for {them}", f.class),
+        (None, Some(t)) => format!("model_type \"{t}\" is not a family edgeplan has defaults for"),
+        (None, None) => "the config names no model_type, so no family defaults apply".into(),
     };
     let foreign: Vec<String> = FOREIGN_SHAPE_KEYS
         .iter()
@@ -1158,11 +1198,22 @@ struct Dims {
 struct Fields<'a> {
     cfg: &'a Map<String, Value>,
     origin: &'a str,
+    /// Where the config used the family's own key name.
+    renamed: Renamed,
 }
 
 impl Fields<'_> {
+    /// `key` as the config wrote it: `"n_embd" (read as "hidden_size")` for a family
+    /// name, else `"hidden_size"`.
+    fn name(&self, key: &str) -> String {
+        match self.renamed.iter().find(|(canon, _)| *canon == key) {
+            Some((_, alias)) => format!("\"{alias}\" (read as \"{key}\")"),
+            None => format!("\"{key}\""),
+        }
+    }
+
     fn bad(&self, key: &str, what: &str) -> anyhow::Error {
-        data_error(format!("{}: field \"{key}\" {what}", self.origin))
+        data_error(format!("{}: field {} {what}", self.origin, self.name(key)))
     }
 
     fn opt_u64(&self, key: &str) -> anyhow::Result<Option<u64>> {
@@ -1221,7 +1272,9 @@ impl Fields<'_> {
             None if hidden_size % num_attention_heads == 0 => hidden_size / num_attention_heads,
             None => {
                 return Err(data_error(format!(
-                    "{origin}: field \"head_dim\" is missing and hidden_size {hidden_size} is not a multiple of num_attention_heads {num_attention_heads}"
+                    "{origin}: field \"head_dim\" is missing and {} {hidden_size} is not a multiple of {} {num_attention_heads}",
+                    self.name("hidden_size"),
+                    self.name("num_attention_heads")
                 )));
             }
         };
@@ -1231,12 +1284,15 @@ impl Fields<'_> {
         let tie_word_embeddings = self.opt_bool("tie_word_embeddings")?.unwrap_or(false);
         if num_key_value_heads > num_attention_heads {
             return Err(data_error(format!(
-                "{origin}: field \"num_key_value_heads\" ({num_key_value_heads}) exceeds num_attention_heads ({num_attention_heads})"
+                "{origin}: field {} ({num_key_value_heads}) exceeds {} ({num_attention_heads})",
+                self.name("num_key_value_heads"),
+                self.name("num_attention_heads")
             )));
         }
         if num_hidden_layers > 10_000 {
             return Err(data_error(format!(
-                "{origin}: field \"num_hidden_layers\" ({num_hidden_layers}) is not a plausible layer count"
+                "{origin}: field {} ({num_hidden_layers}) is not a plausible layer count",
+                self.name("num_hidden_layers")
             )));
         }
         Ok(Dims {
@@ -1874,6 +1930,24 @@ mod tests {
             (
                 r#"{"model_type": "llama", "hidden_size": 0}"#,
                 "\"hidden_size\" must be positive",
+            ),
+            // A family's own key name is quoted as the config wrote it; a bad value is
+            // named as such, not as a missing width that could not be derived from it.
+            (
+                r#"{"model_type": "gpt2", "n_embd": -768, "n_layer": 12, "n_head": 12}"#,
+                "field \"n_embd\" (read as \"hidden_size\") must be a non-negative integer, got -768",
+            ),
+            (
+                r#"{"model_type": "gpt2", "n_embd": 770, "n_layer": 12, "n_head": 12}"#,
+                "\"n_embd\" (read as \"hidden_size\") 770 is not a multiple of \"n_head\"",
+            ),
+            (
+                r#"{"model_type": "llama", "hidden_size": null}"#,
+                "field \"hidden_size\" is missing (the config sets it to null, over LlamaConfig's default)",
+            ),
+            (
+                r#"{"model_type": "mpt", "d_model": 4096, "n_heads": 32, "n_layers": 2, "vocab_size": 8, "expansion_ratio": 1e30}"#,
+                "field \"expansion_ratio\" (1e+30) times d_model (4096) is not a plausible MLP width",
             ),
             (
                 r#"{"model_type": "mystery", "hidden_size": 8, "num_attention_heads": 2}"#,

@@ -18,6 +18,8 @@ pub mod check;
 pub mod input;
 pub mod measured;
 pub mod memory;
+#[cfg(test)]
+mod odd_inputs;
 pub mod render;
 pub mod rules;
 pub mod schema;
