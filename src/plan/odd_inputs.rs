@@ -1,8 +1,10 @@
-//! Every real config in `fixtures/models/` (and a seed for each family that has none), with
-//! each of its keys in turn removed or replaced by a value of the wrong kind or range, either loads and gets its memory fit on every
-//! path without a panic, or is refused with a one-line error naming the input. This is the
-//! "bad input gets one clear line, never a panic" contract of `plan --model`, checked over
-//! thousands of configs users could write by hand or truncate by mistake.
+//! Inputs users write by hand or truncate by mistake, checked for the "bad input gets one
+//! clear line, never a panic" contract: every real config in `fixtures/models/` (and a
+//! seed for each family that has none), every profile in `fixtures/profiles*/`, the
+//! built-in catalog and the `check` manifest, with each of their values in turn removed or
+//! replaced by one of the wrong kind or range, either load, plan and get their memory fit
+//! without a panic (overflow checks are on in test builds), or are refused with a one-line
+//! error naming the input.
 
 use std::path::Path;
 
@@ -148,93 +150,42 @@ fn load_and_fit(text: &str, profile: &Profile, catalog: &Catalog) -> Result<(), 
     for path in catalog.paths() {
         weight_bytes(&model, path);
         kv_parts(&model, 32_768, 4, KvDtype::Fp8);
-        let request = FitRequest {
-            model: model.clone(),
-            context: 4096,
-            concurrency: 1,
-            kv_dtype: KvDtype::Bf16,
-            headroom: 0.1,
-        };
-        fit(profile, path, &request);
+        fit(profile, path, &request(&model, 4096, 1));
     }
     Ok(())
 }
 
-/// The configs to mutate: the seeds, then every JSON file of the real-config folders.
-fn bases(root: &Path) -> Vec<(String, String)> {
-    let mut bases: Vec<(String, String)> = SEEDS
-        .iter()
-        .map(|(name, text)| (format!("seed {name}"), text.to_string()))
-        .collect();
-    for folder in ["fixtures/models/real", "fixtures/models/real-full"] {
-        let mut files: Vec<_> = std::fs::read_dir(root.join(folder))
-            .expect("folder")
-            .map(|e| e.expect("entry").path())
-            .filter(|p| p.extension().is_some_and(|x| x == "json"))
-            .collect();
-        files.sort();
-        for file in files {
-            let text = std::fs::read_to_string(&file).expect("read");
-            bases.push((file.display().to_string(), text));
-        }
-    }
-    bases
+/// Loads a profile, plans it and fits a model on the planned path; `Err` with the one-line
+/// message when the profile is refused.
+fn load_and_plan(text: &str, model: &ModelShape, catalog: &Catalog) -> Result<(), String> {
+    let profile = Profile::from_json(text, "odd.json").map_err(|e| format!("{e:#}"))?;
+    plan_and_fit(&profile, model, catalog);
+    Ok(())
 }
 
-#[test]
-fn every_key_of_every_real_config_replaced_by_odd_values_never_panics() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let profile_text =
-        std::fs::read_to_string(root.join("fixtures/profiles/x86-spr-amx.json")).expect("fixture");
-    let profile = Profile::from_json(&profile_text, "x86-spr-amx.json").expect("profile");
-    let catalog = Catalog::builtin();
-    let odd: Vec<Value> = ODD
-        .iter()
-        .map(|s| serde_json::from_str(s).expect("valid JSON"))
-        .collect();
-    let (mut cases, mut refused) = (0, 0);
-    for (name, text) in bases(root) {
-        if name.starts_with("seed ") {
-            let ok = load_and_fit(&text, &profile, &catalog);
-            assert!(ok.is_ok(), "{name} loads unmutated: {ok:?}");
-        }
-        let base: Value = serde_json::from_str(&text).expect("json");
-        let mut at = Vec::new();
-        pointers(&base, String::new(), &mut at);
-        for pointer in &at {
-            for x in odd.iter().map(Some).chain([None]) {
-                let text = mutated(&base, pointer, x).to_string();
-                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    load_and_fit(&text, &profile, &catalog)
-                }));
-                let what = format!("{name}: {pointer} = {x:?}");
-                match outcome {
-                    Err(_) => panic!("{what}: panicked"),
-                    Ok(Err(line)) => {
-                        assert!(!line.contains('\n'), "{what}: a multi-line error: {line}");
-                        assert!(
-                            line.contains("odd.json"),
-                            "{what}: the error does not name the input: {line}"
-                        );
-                        refused += 1;
-                    }
-                    Ok(Ok(())) => {}
-                }
-                cases += 1;
-            }
-        }
+/// The speed plan of `profile` and the memory fit of `model` on its path.
+fn plan_and_fit(profile: &Profile, model: &ModelShape, catalog: &Catalog) {
+    let plan = decide(profile, Priority::Speed, catalog);
+    budget(profile);
+    if let Some(path) = catalog.get(&plan.path.name) {
+        fit(profile, path, &request(model, 32_768, 2));
     }
-    assert!(cases > 5000, "{cases} cases");
-    assert!(
-        refused > 1000,
-        "only {refused} of {cases} refused: are the odd values reaching the parser?"
-    );
 }
 
-/// The fixture profiles, plain and measured.
-fn profiles(root: &Path) -> Vec<(String, String)> {
+fn request(model: &ModelShape, context: u64, concurrency: u64) -> FitRequest {
+    FitRequest {
+        model: model.clone(),
+        context,
+        concurrency,
+        kv_dtype: KvDtype::Bf16,
+        headroom: 0.1,
+    }
+}
+
+/// `(name, text)` of every `*.json` file in `folders`, sorted by name within each.
+fn json_files(root: &Path, folders: &[&str]) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    for folder in ["fixtures/profiles", "fixtures/profiles-measured"] {
+    for folder in folders {
         let mut files: Vec<_> = std::fs::read_dir(root.join(folder))
             .expect("folder")
             .map(|e| e.expect("entry").path())
@@ -249,23 +200,93 @@ fn profiles(root: &Path) -> Vec<(String, String)> {
     out
 }
 
-/// Loads a profile, plans it and fits a model on the planned path; `Err` with the one-line
-/// message when the profile is refused.
-fn load_and_plan(text: &str, model: &ModelShape, catalog: &Catalog) -> Result<(), String> {
-    let profile = Profile::from_json(text, "odd.json").map_err(|e| format!("{e:#}"))?;
-    let plan = decide(&profile, Priority::Speed, catalog);
-    budget(&profile);
-    if let Some(path) = catalog.get(&plan.path.name) {
-        let request = FitRequest {
-            model: model.clone(),
-            context: 32_768,
-            concurrency: 2,
-            kv_dtype: KvDtype::Bf16,
-            headroom: 0.1,
-        };
-        fit(&profile, path, &request);
+/// A fixture profile, loaded.
+fn fixture_profile(root: &Path) -> Profile {
+    let text =
+        std::fs::read_to_string(root.join("fixtures/profiles/x86-spr-amx.json")).expect("fixture");
+    Profile::from_json(&text, "x86-spr-amx.json").expect("profile")
+}
+
+/// Every value of `base` in turn removed or replaced by each [`ODD`] value, written out by
+/// `render` (`None`: the format cannot hold it; skipped) and run through `load`: no panic,
+/// and a refusal is one line naming `origin`; `label` names `base` in failures. Returns
+/// (cases, refused).
+fn sweep(
+    label: &str,
+    base: &Value,
+    origin: &str,
+    render: impl Fn(&Value) -> Option<String>,
+    load: impl Fn(&str) -> Result<(), String>,
+) -> (usize, usize) {
+    let odd: Vec<Value> = ODD
+        .iter()
+        .map(|s| serde_json::from_str(s).expect("valid JSON"))
+        .collect();
+    let mut at = Vec::new();
+    pointers(base, String::new(), &mut at);
+    let (mut cases, mut refused) = (0, 0);
+    for pointer in &at {
+        for x in odd.iter().map(Some).chain([None]) {
+            let Some(text) = render(&mutated(base, pointer, x)) else {
+                continue;
+            };
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| load(&text)));
+            let what = format!("{label}: {pointer} = {x:?}");
+            match outcome {
+                Err(_) => panic!("{what}: panicked"),
+                Ok(Err(line)) => {
+                    assert!(!line.contains('\n'), "{what}: a multi-line error: {line}");
+                    assert!(
+                        line.contains(origin),
+                        "{what}: the error does not name the input: {line}"
+                    );
+                    refused += 1;
+                }
+                Ok(Ok(())) => {}
+            }
+            cases += 1;
+        }
     }
-    Ok(())
+    (cases, refused)
+}
+
+/// JSON text, always representable.
+fn json(v: &Value) -> Option<String> {
+    Some(v.to_string())
+}
+
+/// TOML text; `None` where TOML cannot hold the value (`null`, integers past i64).
+fn toml_text(v: &Value) -> Option<String> {
+    let t: toml::Value = serde_json::from_value(v.clone()).ok()?;
+    toml::to_string(&t).ok()
+}
+
+#[test]
+fn every_key_of_every_real_config_replaced_by_odd_values_never_panics() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let profile = fixture_profile(root);
+    let catalog = Catalog::builtin();
+    let seeds = SEEDS
+        .iter()
+        .map(|(name, text)| (format!("seed {name}"), text.to_string()));
+    let files = json_files(root, &["fixtures/models/real", "fixtures/models/real-full"]);
+    let (mut cases, mut refused) = (0, 0);
+    for (name, text) in seeds.chain(files) {
+        // A seed must load as written (some real configs are refused on purpose).
+        if name.starts_with("seed ") {
+            let ok = load_and_fit(&text, &profile, &catalog);
+            assert!(ok.is_ok(), "{name} loads unmutated: {ok:?}");
+        }
+        let base: Value = serde_json::from_str(&text).expect("json");
+        let (c, r) = sweep(&name, &base, "odd.json", json, |t| {
+            load_and_fit(t, &profile, &catalog)
+        });
+        (cases, refused) = (cases + c, refused + r);
+    }
+    assert!(
+        cases > 5000 && refused > 1000,
+        "{refused} of {cases} refused"
+    );
 }
 
 #[test]
@@ -273,38 +294,49 @@ fn every_key_of_every_fixture_profile_replaced_by_odd_values_never_panics() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let model = ModelShape::load("qwen3-1.7b").expect("preset");
     let catalog = Catalog::builtin();
-    let odd: Vec<Value> = ODD
-        .iter()
-        .map(|s| serde_json::from_str(s).expect("valid JSON"))
-        .collect();
     let (mut cases, mut refused) = (0, 0);
-    for (name, text) in profiles(root) {
+    for (name, text) in json_files(root, &["fixtures/profiles", "fixtures/profiles-measured"]) {
+        let ok = load_and_plan(&text, &model, &catalog);
+        assert!(ok.is_ok(), "{name} loads unmutated: {ok:?}");
         let base: Value = serde_json::from_str(&text).expect("json");
-        let mut at = Vec::new();
-        pointers(&base, String::new(), &mut at);
-        for pointer in &at {
-            for x in odd.iter().map(Some).chain([None]) {
-                let text = mutated(&base, pointer, x).to_string();
-                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    load_and_plan(&text, &model, &catalog)
-                }));
-                let what = format!("{name}: {pointer} = {x:?}");
-                match outcome {
-                    Err(_) => panic!("{what}: panicked"),
-                    Ok(Err(line)) => {
-                        assert!(!line.contains('\n'), "{what}: a multi-line error: {line}");
-                        assert!(
-                            line.contains("odd.json"),
-                            "{what}: the error does not name the input: {line}"
-                        );
-                        refused += 1;
-                    }
-                    Ok(Ok(())) => {}
-                }
-                cases += 1;
-            }
-        }
+        let (c, r) = sweep(&name, &base, "odd.json", json, |t| {
+            load_and_plan(t, &model, &catalog)
+        });
+        (cases, refused) = (cases + c, refused + r);
     }
-    assert!(cases > 5000, "{cases} cases");
-    assert!(refused > 1000, "only {refused} of {cases} refused");
+    assert!(
+        cases > 5000 && refused > 1000,
+        "{refused} of {cases} refused"
+    );
+}
+
+#[test]
+fn every_value_of_the_catalog_replaced_by_odd_values_never_panics() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("src/plan/catalog.toml")).expect("catalog");
+    let base = serde_json::to_value(toml::from_str::<toml::Value>(&text).expect("TOML"))
+        .expect("TOML as JSON");
+    let profile = fixture_profile(root);
+    let model = ModelShape::load("qwen3-1.7b").expect("preset");
+    let (cases, refused) = sweep("catalog.toml", &base, "odd.toml", toml_text, |t| {
+        let catalog = Catalog::parse(t, "odd.toml").map_err(|e| format!("{e:#}"))?;
+        plan_and_fit(&profile, &model, &catalog);
+        Ok(())
+    });
+    assert!(cases > 500 && refused > 100, "{refused} of {cases} refused");
+}
+
+#[test]
+fn every_value_of_the_check_manifest_replaced_by_odd_values_never_panics() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("fixtures/expect.toml")).expect("manifest");
+    let base = serde_json::to_value(toml::from_str::<toml::Value>(&text).expect("TOML"))
+        .expect("TOML as JSON");
+    let catalog = Catalog::builtin();
+    let (cases, refused) = sweep("expect.toml", &base, "odd.toml", toml_text, |t| {
+        super::check::parse_manifest(t, "odd.toml", &catalog)
+            .map(|_| ())
+            .map_err(|e| format!("{e:#}"))
+    });
+    assert!(cases > 100 && refused > 50, "{refused} of {cases} refused");
 }
