@@ -261,6 +261,26 @@ fn toml_text(v: &Value) -> Option<String> {
     toml::to_string(&t).ok()
 }
 
+/// [`sweep`] over each JSON text of `bases`; those `must_load` names load unmutated first.
+/// Returns (cases, refused) over all of them.
+fn sweep_json(
+    bases: impl Iterator<Item = (String, String)>,
+    must_load: impl Fn(&str) -> bool,
+    load: impl Fn(&str) -> Result<(), String>,
+) -> (usize, usize) {
+    let (mut cases, mut refused) = (0, 0);
+    for (name, text) in bases {
+        if must_load(&name) {
+            let ok = load(&text);
+            assert!(ok.is_ok(), "{name} loads unmutated: {ok:?}");
+        }
+        let base: Value = serde_json::from_str(&text).expect("json");
+        let (c, r) = sweep(&name, &base, "odd.json", json, &load);
+        (cases, refused) = (cases + c, refused + r);
+    }
+    (cases, refused)
+}
+
 #[test]
 fn every_key_of_every_real_config_replaced_by_odd_values_never_panics() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -270,19 +290,12 @@ fn every_key_of_every_real_config_replaced_by_odd_values_never_panics() {
         .iter()
         .map(|(name, text)| (format!("seed {name}"), text.to_string()));
     let files = json_files(root, &["fixtures/models/real", "fixtures/models/real-full"]);
-    let (mut cases, mut refused) = (0, 0);
-    for (name, text) in seeds.chain(files) {
-        // A seed must load as written (some real configs are refused on purpose).
-        if name.starts_with("seed ") {
-            let ok = load_and_fit(&text, &profile, &catalog);
-            assert!(ok.is_ok(), "{name} loads unmutated: {ok:?}");
-        }
-        let base: Value = serde_json::from_str(&text).expect("json");
-        let (c, r) = sweep(&name, &base, "odd.json", json, |t| {
-            load_and_fit(t, &profile, &catalog)
-        });
-        (cases, refused) = (cases + c, refused + r);
-    }
+    // A seed must load as written (some real configs are refused on purpose).
+    let (cases, refused) = sweep_json(
+        seeds.chain(files),
+        |name| name.starts_with("seed "),
+        |t| load_and_fit(t, &profile, &catalog),
+    );
     assert!(
         cases > 5000 && refused > 1000,
         "{refused} of {cases} refused"
@@ -294,16 +307,12 @@ fn every_key_of_every_fixture_profile_replaced_by_odd_values_never_panics() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let model = ModelShape::load("qwen3-1.7b").expect("preset");
     let catalog = Catalog::builtin();
-    let (mut cases, mut refused) = (0, 0);
-    for (name, text) in json_files(root, &["fixtures/profiles", "fixtures/profiles-measured"]) {
-        let ok = load_and_plan(&text, &model, &catalog);
-        assert!(ok.is_ok(), "{name} loads unmutated: {ok:?}");
-        let base: Value = serde_json::from_str(&text).expect("json");
-        let (c, r) = sweep(&name, &base, "odd.json", json, |t| {
-            load_and_plan(t, &model, &catalog)
-        });
-        (cases, refused) = (cases + c, refused + r);
-    }
+    let files = json_files(root, &["fixtures/profiles", "fixtures/profiles-measured"]);
+    let (cases, refused) = sweep_json(
+        files.into_iter(),
+        |_| true,
+        |t| load_and_plan(t, &model, &catalog),
+    );
     assert!(
         cases > 5000 && refused > 1000,
         "{refused} of {cases} refused"
