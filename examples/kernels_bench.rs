@@ -8,7 +8,8 @@
 //! - `Ms`: the row counts, default `1,128`.
 //!
 //! Prints the pool dispatch overhead, the read bandwidth (measured like the kernels read;
-//! with the default shapes only), then one line per (variant, M, shape): median and best time, weight GB/s and TMAC/s.
+//! with the default shapes only), then one line per (variant, M, shape): median and best
+//! time, weight GB/s and TMAC/s.
 //! Every variant passes the kernels' correctness gate before it is timed. Weights rotate
 //! over >= `working set` MiB of packed copies per shape (default 512, above any L3 here).
 

@@ -319,12 +319,16 @@ fn every_key_of_every_fixture_profile_replaced_by_odd_values_never_panics() {
     );
 }
 
+/// A TOML file of the repository as a JSON tree, for [`sweep`] with [`toml_text`].
+fn toml_fixture(root: &Path, rel: &str) -> Value {
+    let text = std::fs::read_to_string(root.join(rel)).expect("fixture");
+    serde_json::to_value(toml::from_str::<toml::Value>(&text).expect("TOML")).expect("as JSON")
+}
+
 #[test]
 fn every_value_of_the_catalog_replaced_by_odd_values_never_panics() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(root.join("src/plan/catalog.toml")).expect("catalog");
-    let base = serde_json::to_value(toml::from_str::<toml::Value>(&text).expect("TOML"))
-        .expect("TOML as JSON");
+    let base = toml_fixture(root, "src/plan/catalog.toml");
     let profile = fixture_profile(root);
     let model = ModelShape::load("qwen3-1.7b").expect("preset");
     let (cases, refused) = sweep("catalog.toml", &base, "odd.toml", toml_text, |t| {
@@ -338,9 +342,7 @@ fn every_value_of_the_catalog_replaced_by_odd_values_never_panics() {
 #[test]
 fn every_value_of_the_check_manifest_replaced_by_odd_values_never_panics() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(root.join("fixtures/expect.toml")).expect("manifest");
-    let base = serde_json::to_value(toml::from_str::<toml::Value>(&text).expect("TOML"))
-        .expect("TOML as JSON");
+    let base = toml_fixture(root, "fixtures/expect.toml");
     let catalog = Catalog::builtin();
     let (cases, refused) = sweep("expect.toml", &base, "odd.toml", toml_text, |t| {
         super::check::parse_manifest(t, "odd.toml", &catalog)
