@@ -3,7 +3,7 @@
 //! (in `race.rs`), decide the verdict, assemble the report. No stage prints: warnings
 //! come back in the [`Outcome`] and progress goes to the caller's [`Progress`].
 
-use super::backend::{Backend, KernelInfo, KernelPath, Phase};
+use super::backend::{Backend, KernelInfo, KernelPath, Phase, Unit};
 use super::bandwidth;
 use super::clock::Clock;
 use super::fidelity::FidelitySize;
@@ -111,7 +111,7 @@ pub fn run<B: Backend>(
     progress.stage("paired rounds");
     let planned = inputs.plan.as_ref().ok().and_then(|p| p.bench_path);
     let rounded = rounds_stage(
-        inputs, backend, clock, &kernels, &sizing, &probe, planned, race,
+        inputs, backend, clock, &kernels, &sizing, &probe, &peaks, planned, race,
     )?;
     drop(probe);
     progress.finish();
@@ -321,8 +321,9 @@ struct Rounded {
     gbps: Vec<f64>,
 }
 
-/// Stage *rounds*: every raced row once per round with the bandwidth probe, order
-/// shuffled per round (see `rounds.rs`); the rows then carry the round figures.
+/// Stage *rounds*: every raced row once per round with the bandwidth probe and the peak
+/// loop of each unit a prefill row runs on (where its start-of-run peak was measured),
+/// order shuffled per round (see `rounds.rs`); the rows then carry the round figures.
 #[allow(clippy::too_many_arguments)]
 fn rounds_stage<B: Backend>(
     inputs: &Inputs,
@@ -331,6 +332,7 @@ fn rounds_stage<B: Backend>(
     kernels: &[KernelInfo],
     sizing: &Sizing,
     probe: &bandwidth::Probe,
+    peaks: &[Peak],
     planned: Option<KernelPath>,
     race: race::Raced<B::Weights>,
 ) -> anyhow::Result<Rounded> {
@@ -354,15 +356,25 @@ fn rounds_stage<B: Backend>(
             })
         })
         .collect();
+    let round_peaks = round_peaks(backend, clock, &entrants, peaks);
+    let probes = rounds::Probes {
+        bandwidth: probe,
+        peaks: &round_peaks,
+    };
     let policy = req.rounds_policy();
-    let done = rounds::run(backend, clock, w, &entrants, probe, planned, policy)?;
+    let done = rounds::run(backend, clock, w, &entrants, probes, planned, policy)?;
     let comparisons = rounds::compare(&entrants, &done.seconds, planned);
     let keys: Vec<(KernelPath, Phase)> = entrants.iter().map(|e| (e.path, e.phase)).collect();
     drop(entrants);
     drop(rotations);
     for (key, secs) in keys.iter().zip(&done.seconds) {
         if let Some(row) = results.iter_mut().find(|r| (r.path, r.phase) == *key) {
-            rounds::refresh(row, secs, &done.gbps);
+            let unit_peaks = round_peaks
+                .iter()
+                .zip(&done.peak_tmacs)
+                .find(|(p, _)| p.unit == row.peak_unit)
+                .map(|(_, series)| series.as_slice());
+            rounds::refresh(row, secs, &done.gbps, unit_peaks);
         }
     }
     Ok(Rounded {
@@ -378,6 +390,38 @@ fn rounds_stage<B: Backend>(
         },
         gbps: done.gbps,
     })
+}
+
+/// The peak loops to re-run every round: one per unit the prefill entrants run on, for
+/// the units whose peak the run measured (none where the backend measures no peaks).
+fn round_peaks<B: Backend>(
+    backend: &B,
+    clock: &dyn Clock,
+    entrants: &[Entrant<B::Weights>],
+    peaks: &[Peak],
+) -> Vec<peaks::RoundPeak> {
+    if backend.peaks_skipped().is_some() {
+        return Vec::new();
+    }
+    let amx = backend.amx_ready();
+    let rows = entrants.iter().map(|e| (e.phase, e.kernel.unit));
+    paired_peak_units(rows, peaks)
+        .into_iter()
+        .filter_map(|u| peaks::RoundPeak::new(u, backend, clock, &amx))
+        .collect()
+}
+
+/// The units of the prefill rows among `rows` (phase, unit) whose peak was measured, each
+/// once.
+fn paired_peak_units(rows: impl Iterator<Item = (Phase, Unit)>, peaks: &[Peak]) -> Vec<Unit> {
+    let mut units: Vec<Unit> = rows
+        .filter(|(phase, _)| *phase == Phase::Prefill)
+        .map(|(_, unit)| unit)
+        .filter(|u| peaks.iter().any(|p| p.unit == *u && p.tmacs.is_some()))
+        .collect();
+    units.sort_by_key(|u| u.as_str());
+    units.dedup();
+    units
 }
 
 /// Stage *verdict*: the plan against the rows and the paired comparisons.
@@ -549,6 +593,40 @@ mod tests {
             unavailable: None,
             rank,
         }
+    }
+
+    #[test]
+    fn only_measured_prefill_units_get_a_peak_loop_in_every_round() {
+        let peak = |unit, tmacs: Option<f64>| Peak {
+            unit,
+            tmacs,
+            skipped: tmacs.is_none().then(|| "no such unit".to_string()),
+            emulated: None,
+        };
+        let peaks = [
+            peak(Unit::Avx2Int8, Some(0.09)),
+            peak(Unit::Avx2Fma, Some(0.04)),
+            peak(Unit::AmxInt8, None),
+        ];
+        let rows = [
+            (Phase::Decode, Unit::Avx2Int8),
+            (Phase::Prefill, Unit::Avx2Fma),
+            (Phase::Prefill, Unit::Avx2Fma),
+            (Phase::Prefill, Unit::AmxInt8),
+        ];
+        // Decode rows have the bandwidth probe; an unmeasured unit has nothing to pair.
+        assert_eq!(
+            paired_peak_units(rows.into_iter(), &peaks),
+            vec![Unit::Avx2Fma]
+        );
+        let prefill_int8 = [
+            (Phase::Prefill, Unit::Avx2Int8),
+            (Phase::Prefill, Unit::Avx2Fma),
+        ];
+        assert_eq!(
+            paired_peak_units(prefill_int8.into_iter(), &peaks),
+            vec![Unit::Avx2Fma, Unit::Avx2Int8]
+        );
     }
 
     #[test]

@@ -248,6 +248,7 @@ pub fn row(spec: RowSpec<'_>, samples: &[Seconds], roofs: &Roofs<'_>) -> anyhow:
         weight_gbps,
         bandwidth_pct,
         bandwidth_pct_paired: None,
+        peak_pct_paired: None,
         rounds: 0,
         macs: spec.macs,
         tmacs,

@@ -1,8 +1,9 @@
 //! Stage *rounds*: the paired, interleaved measurement the verdict rests on.
 //!
 //! After the race has picked each path's fastest kernel, every round runs one step of
-//! each (path, phase) row and one pass of the bandwidth probe, in an order shuffled per
-//! round, so drift and bursts on a shared host land on all of them alike. The per-round
+//! each (path, phase) row, one pass of the bandwidth probe and one of each prefill unit's
+//! peak loop, in an order shuffled per round, so drift and bursts on a shared host land on
+//! all of them alike. The per-round
 //! ratio planned/rival is the statistic ([`super::paired`]); rounds stop once every
 //! comparison is decided (or its interval is already narrower than the tie band), when
 //! the time budget is spent, or at the round limit.
@@ -12,6 +13,7 @@ use super::bandwidth::Probe;
 use super::clock::{Clock, RoundsPolicy as Policy, Sampling};
 use super::measure::{Rotation, Timer};
 use super::paired::{self, median_interval, ratios};
+use super::peaks::RoundPeak;
 use super::rng::Rng;
 use super::rows::{Comparison, ResultRow, Stop};
 use super::stats::Summary;
@@ -31,11 +33,19 @@ pub struct Entrant<'a, W> {
     pub tokens: usize,
 }
 
+/// The rooflines re-measured in every round: the bandwidth probe and the peak loops of
+/// the units the prefill rows run on.
+pub struct Probes<'a> {
+    pub bandwidth: &'a Probe,
+    pub peaks: &'a [RoundPeak],
+}
+
 /// What the rounds measured: per entrant, its step seconds by round; the probe's GB/s by
-/// round.
+/// round; per round peak (as [`Probes::peaks`]), its TMAC/s by round.
 pub struct Rounds {
     pub seconds: Vec<Vec<f64>>,
     pub gbps: Vec<f64>,
+    pub peak_tmacs: Vec<Vec<f64>>,
     pub spent_s: f64,
     pub stopped: Stop,
 }
@@ -47,7 +57,7 @@ pub fn run<B: Backend>(
     clock: &dyn Clock,
     workload: &Workload,
     entrants: &[Entrant<B::Weights>],
-    probe: &Probe,
+    probes: Probes,
     planned: Option<KernelPath>,
     policy: Policy,
 ) -> anyhow::Result<Rounds> {
@@ -66,14 +76,19 @@ pub fn run<B: Backend>(
     let pool: &dyn Parallel = backend;
     let mut seconds = vec![Vec::new(); entrants.len()];
     let mut gbps = Vec::new();
+    let mut peak_tmacs = vec![Vec::new(); probes.peaks.len()];
     let mut rng = Rng::new(SHUFFLE_SEED);
-    let mut order: Vec<usize> = (0..=entrants.len()).collect();
+    // Entrants first, then the bandwidth probe, then the peak loops.
+    let mut order: Vec<usize> = (0..=entrants.len() + probes.peaks.len()).collect();
     let start = clock.now();
     loop {
         shuffle(&mut order, &mut rng);
         for &i in &order {
             let Some(e) = entrants.get(i) else {
-                gbps.push(probe.once(pool, clock));
+                match (i - entrants.len()).checked_sub(1) {
+                    None => gbps.push(probes.bandwidth.once(pool, clock)),
+                    Some(p) => peak_tmacs[p].push(probes.peaks[p].once(pool, clock)),
+                }
                 continue;
             };
             let s = match e.phase {
@@ -104,6 +119,7 @@ pub fn run<B: Backend>(
             return Ok(Rounds {
                 seconds,
                 gbps,
+                peak_tmacs,
                 spent_s: spent,
                 stopped,
             });
@@ -153,8 +169,9 @@ pub fn compare<W>(
 
 /// Replaces a row's step statistics with its round series, rescaling the figures
 /// derived from the step time; decode rows also get the per-round bandwidth share
-/// (each step against the probe pass of its own round).
-pub fn refresh(row: &mut ResultRow, seconds: &[f64], gbps: &[f64]) {
+/// (each step against the probe pass of its own round), prefill rows the per-round peak
+/// share when `peak_tmacs` (their unit's peak loop by round) is given.
+pub fn refresh(row: &mut ResultRow, seconds: &[f64], gbps: &[f64], peak_tmacs: Option<&[f64]>) {
     let Some(s) = Summary::of(seconds) else {
         return;
     };
@@ -182,11 +199,24 @@ pub fn refresh(row: &mut ResultRow, seconds: &[f64], gbps: &[f64]) {
             row.bandwidth_pct_paired = Some(ci);
         }
     }
+    if let (Phase::Prefill, Some(peaks)) = (row.phase, peak_tmacs) {
+        let shares: Vec<f64> = seconds
+            .iter()
+            .zip(peaks)
+            .filter(|(t, p)| **t > 0.0 && **p > 0.0)
+            .map(|(t, p)| row.macs as f64 / t / 1e12 / p * 100.0)
+            .collect();
+        if let Some(ci) = median_interval(&shares) {
+            row.peak_pct = Some(ci.median);
+            row.peak_pct_paired = Some(ci);
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::backend::Unit;
     use crate::bench::clock::FakeClock;
     use crate::bench::fake::FakeBackend;
     use crate::bench::paired::Judgement;
@@ -248,7 +278,10 @@ mod tests {
             clock.as_ref(),
             &w,
             &es,
-            &probe,
+            Probes {
+                bandwidth: &probe,
+                peaks: &[],
+            },
             Some(KernelPath::W4A16),
             policy,
         )
@@ -272,12 +305,84 @@ mod tests {
             clock.as_ref(),
             &w,
             &es,
-            &probe,
+            Probes {
+                bandwidth: &probe,
+                peaks: &[],
+            },
             Some(KernelPath::W4A16),
             fixed,
         )
         .unwrap();
         assert_eq!((r.gbps.len(), r.stopped), (9, Stop::Rounds));
+    }
+
+    #[test]
+    fn every_round_remeasures_each_peak_loop_and_prefill_rows_take_its_share() {
+        let clock = Arc::new(FakeClock::new(0.0));
+        let b = FakeBackend::new(1, clock.clone());
+        let w = tiny();
+        let kernels = b.kernels();
+        let kernel = kernels.iter().find(|k| k.name == "w4a8-fake").unwrap();
+        let rot = Rotation::build(&b, KernelPath::W4A8, &w, 1, 1).unwrap();
+        let es = [Entrant {
+            path: KernelPath::W4A8,
+            phase: Phase::Prefill,
+            kernel,
+            rotation: &rot,
+            decode: DecodePlan {
+                instances: 1,
+                scale: 1.0,
+                working_set_bytes: 0,
+            },
+            prefill_layers: 1,
+            tokens: 8,
+        }];
+        // A no-op loop timed by a clock that steps 1 ms per reading: every run of it
+        // takes 1 ms, so its calibrated rate is exact.
+        let step = FakeClock::new(1e-3);
+        let lp = crate::bench::peaks::Loop {
+            macs: 1000,
+            run: |_| {},
+        };
+        let peak = RoundPeak::with_loop(Unit::Avx2Int8, lp, &b, &step);
+        let probe = Probe::new(1 << 16);
+        let policy = Policy {
+            min_rounds: 7,
+            max_rounds: 7,
+            budget_s: f64::INFINITY,
+        };
+        let probes = Probes {
+            bandwidth: &probe,
+            peaks: std::slice::from_ref(&peak),
+        };
+        let r = run(&b, clock.as_ref(), &w, &es, probes, None, policy).unwrap();
+        assert_eq!(r.peak_tmacs.len(), 1);
+        assert_eq!(r.peak_tmacs[0].len(), 7, "one pass per round");
+        // Against the fake clock's zero-length runs the rate is vast but finite.
+        assert!(r.peak_tmacs[0].iter().all(|t| t.is_finite() && *t > 0.0));
+        // The share: MACs per second of each step over the same round's peak.
+        let mut row = ResultRow::example(KernelPath::W4A8, Phase::Prefill, 500.0, 10.0, "k");
+        row.macs = 2_000_000_000_000;
+        row.peak_pct = Some(1.0);
+        let seconds = [1.0, 2.0, 1.0, 1.0, 1.0, 1.0, 4.0];
+        let peaks = [4.0, 2.0, 8.0, 4.0, 4.0, 4.0, 1.0];
+        refresh(&mut row, &seconds, &[], Some(&peaks));
+        // Shares 50, 50, 25, 50, 50, 50, 50: the slow rounds were slow for both.
+        let paired = row.peak_pct_paired.expect("paired share");
+        assert_eq!((paired.median, paired.n), (50.0, 7));
+        assert_eq!(row.peak_pct, Some(50.0));
+        // Decode rows keep the start-of-run share; no series leaves prefill rows alone.
+        let mut decode = ResultRow::example(KernelPath::W4A8, Phase::Decode, 5.0, 0.1, "k");
+        decode.peak_pct = Some(10.0);
+        refresh(&mut decode, &[5e-3; 7], &[], Some(&peaks));
+        assert_eq!(
+            (decode.peak_pct, decode.peak_pct_paired),
+            (Some(10.0), None)
+        );
+        let mut alone = ResultRow::example(KernelPath::W4A8, Phase::Prefill, 500.0, 10.0, "k");
+        alone.peak_pct = Some(30.0);
+        refresh(&mut alone, &[0.5; 7], &[], None);
+        assert_eq!((alone.peak_pct, alone.peak_pct_paired), (Some(30.0), None));
     }
 
     #[test]

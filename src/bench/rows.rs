@@ -78,7 +78,13 @@ pub struct ResultRow {
     pub tmacs: f64,
     /// The unit whose peak is the roofline, and the share of it reached.
     pub peak_unit: Unit,
+    /// `tmacs` as a share of `peak_unit`'s peak: after the paired rounds (prefill), the
+    /// median of the per-round shares (each step against the peak loop run in the same
+    /// round); otherwise against the peak measured at the start of the run.
     pub peak_pct: Option<f64>,
+    /// The per-round peak share in percent (median, 95 % interval), prefill only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_pct_paired: Option<Interval>,
     /// Decoder layers timed (the rest of the step is extrapolated from them).
     pub layers_measured: usize,
     /// Weight bytes the timed rotation walks through (decode: larger than the L3).
@@ -145,4 +151,42 @@ pub enum Stop {
     Budget,
     /// The round limit (`--rounds`, or the effort's maximum) was reached.
     Rounds,
+}
+
+#[cfg(test)]
+impl ResultRow {
+    /// A row for tests: `ms` per step with `mad` spread, nothing else measured.
+    pub(crate) fn example(
+        path: KernelPath,
+        phase: Phase,
+        ms: f64,
+        mad: f64,
+        kernel: &str,
+    ) -> ResultRow {
+        ResultRow {
+            path,
+            phase,
+            tokens: if phase == Phase::Decode { 1 } else { 128 },
+            kernel: kernel.into(),
+            step_ms: ms,
+            step_ms_min: ms - mad,
+            step_ms_max: ms + mad,
+            step_ms_mad: mad,
+            repeats: 5,
+            tokens_per_s: 1000.0 / ms,
+            weight_bytes: 0,
+            weight_gbps: 0.0,
+            bandwidth_pct: None,
+            bandwidth_pct_paired: None,
+            rounds: 0,
+            macs: 0,
+            tmacs: 0.0,
+            peak_unit: Unit::Scalar,
+            peak_pct: None,
+            peak_pct_paired: None,
+            layers_measured: 28,
+            working_set_bytes: 0,
+            alternatives: Vec::new(),
+        }
+    }
 }

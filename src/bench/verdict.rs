@@ -450,33 +450,9 @@ fn decide_fidelity(v: &mut Verdict, path: KernelPath, fidelity: &[FidelityRow]) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::backend::Unit;
 
     fn r(path: KernelPath, phase: Phase, ms: f64, mad: f64, kernel: &str) -> ResultRow {
-        ResultRow {
-            path,
-            phase,
-            tokens: if phase == Phase::Decode { 1 } else { 128 },
-            kernel: kernel.into(),
-            step_ms: ms,
-            step_ms_min: ms - mad,
-            step_ms_max: ms + mad,
-            step_ms_mad: mad,
-            repeats: 5,
-            tokens_per_s: 1000.0 / ms,
-            weight_bytes: 0,
-            weight_gbps: 0.0,
-            bandwidth_pct: None,
-            bandwidth_pct_paired: None,
-            rounds: 0,
-            macs: 0,
-            tmacs: 0.0,
-            peak_unit: Unit::Scalar,
-            peak_pct: None,
-            layers_measured: 28,
-            working_set_bytes: 0,
-            alternatives: Vec::new(),
-        }
+        ResultRow::example(path, phase, ms, mad, kernel)
     }
 
     fn f(path: KernelPath, scheme: &str, rel: f64) -> FidelityRow {

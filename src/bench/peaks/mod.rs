@@ -72,22 +72,70 @@ pub use crate::kernels::wide_sum;
 
 /// Measures one loop on all workers: TMAC/s, best of `budget.runs`.
 pub fn measure(pool: &dyn Parallel, clock: &dyn Clock, lp: &Loop, budget: PeakBudget) -> f64 {
-    let workers = pool.workers() as f64;
+    let iters = calibrate(pool, clock, lp, budget.slice_s);
+    best_tmacs(pool, clock, lp, iters, budget.runs)
+}
+
+/// Iterations of `lp` that take about `slice_s` on all workers: grown until a run is long
+/// enough to time, then scaled to the slice.
+fn calibrate(pool: &dyn Parallel, clock: &dyn Clock, lp: &Loop, slice_s: f64) -> u64 {
     let time = |iters: u64| clock.time(&mut || pool.run(&|_, _| (lp.run)(iters)));
-    // Calibrate: grow until a run is long enough to time, then aim at the slice.
     let mut iters = 256u64;
     let mut t = time(iters);
-    while t < budget.slice_s / 20.0 && iters < (1 << 40) {
+    while t < slice_s / 20.0 && iters < (1 << 40) {
         iters *= 8;
         t = time(iters);
     }
     if t > 0.0 {
-        iters = ((iters as f64 * budget.slice_s / t) as u64).clamp(1, 1 << 42);
+        iters = ((iters as f64 * slice_s / t) as u64).clamp(1, 1 << 42);
     }
-    let best = (0..budget.runs.max(1))
-        .map(|_| time(iters))
+    iters
+}
+
+/// TMAC/s of the best of `runs` runs of `iters` iterations on all workers.
+fn best_tmacs(pool: &dyn Parallel, clock: &dyn Clock, lp: &Loop, iters: u64, runs: usize) -> f64 {
+    let best = (0..runs.max(1))
+        .map(|_| clock.time(&mut || pool.run(&|_, _| (lp.run)(iters))))
         .fold(f64::INFINITY, f64::min);
-    workers * iters as f64 * lp.macs as f64 / best.max(1e-12) / 1e12
+    pool.workers() as f64 * iters as f64 * lp.macs as f64 / best.max(1e-12) / 1e12
+}
+
+/// Seconds of one run of a [`RoundPeak`], and runs per round (the best is kept).
+pub const ROUND_SLICE_S: f64 = 0.02;
+pub const ROUND_RUNS: usize = 3;
+
+/// A unit's peak loop calibrated once, then re-measured in every paired round so each
+/// prefill step has a roofline taken in its own round (as the decode steps have the
+/// bandwidth probe's pass): on a shared host the start-of-run peak and a step timed
+/// minutes later can see different neighbours.
+pub struct RoundPeak {
+    pub unit: Unit,
+    lp: Loop,
+    iters: u64,
+}
+
+impl RoundPeak {
+    /// The calibrated loop for `unit`, or `None` when this host cannot run it.
+    pub fn new(
+        unit: Unit,
+        pool: &dyn Parallel,
+        clock: &dyn Clock,
+        amx: &Result<(), String>,
+    ) -> Option<RoundPeak> {
+        let lp = loop_for(unit, amx).ok()?;
+        Some(RoundPeak::with_loop(unit, lp, pool, clock))
+    }
+
+    /// [`RoundPeak::new`] for a given loop.
+    pub fn with_loop(unit: Unit, lp: Loop, pool: &dyn Parallel, clock: &dyn Clock) -> RoundPeak {
+        let iters = calibrate(pool, clock, &lp, ROUND_SLICE_S);
+        RoundPeak { unit, lp, iters }
+    }
+
+    /// This round's TMAC/s: the best of [`ROUND_RUNS`] runs.
+    pub fn once(&self, pool: &dyn Parallel, clock: &dyn Clock) -> f64 {
+        best_tmacs(pool, clock, &self.lp, self.iters, ROUND_RUNS)
+    }
 }
 
 /// Every unit: measured, or skipped with the reason. Under user-mode emulation the
