@@ -216,7 +216,7 @@ pub fn refresh(row: &mut ResultRow, seconds: &[f64], gbps: &[f64], peak_tmacs: O
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::backend::Unit;
+    use crate::bench::backend::{KernelInfo, Unit};
     use crate::bench::clock::FakeClock;
     use crate::bench::fake::FakeBackend;
     use crate::bench::paired::Judgement;
@@ -240,6 +240,36 @@ mod tests {
         }
     }
 
+    /// A row of `kernel` over `rot` with a fixed decode plan.
+    fn entrant<'a, W>(
+        kernel: &'a KernelInfo,
+        rot: &'a Rotation<W>,
+        path: KernelPath,
+        phase: Phase,
+    ) -> Entrant<'a, W> {
+        Entrant {
+            path,
+            phase,
+            kernel,
+            rotation: rot,
+            decode: DecodePlan {
+                instances: 1,
+                scale: 2.0,
+                working_set_bytes: 0,
+            },
+            prefill_layers: 1,
+            tokens: if phase == Phase::Decode { 1 } else { 8 },
+        }
+    }
+
+    fn exactly(rounds: usize) -> Policy {
+        Policy {
+            min_rounds: rounds,
+            max_rounds: rounds,
+            budget_s: f64::INFINITY,
+        }
+    }
+
     #[test]
     fn rounds_stop_when_decided_or_at_the_limit_and_pair_every_row() {
         let clock = Arc::new(FakeClock::new(0.0));
@@ -248,71 +278,33 @@ mod tests {
         let kernels = b.kernels();
         let k = |name: &str| kernels.iter().find(|k| k.name == name).unwrap();
         let rot = Rotation::build(&b, KernelPath::W4A8, &w, 1, 1).unwrap();
-        let plan = DecodePlan {
-            instances: 1,
-            scale: 2.0,
-            working_set_bytes: 0,
-        };
-        let entrant = |path, name| Entrant {
-            path,
-            phase: Phase::Decode,
-            kernel: k(name),
-            rotation: &rot,
-            decode: plan,
-            prefill_layers: 1,
-            tokens: 1,
-        };
         let es = [
-            entrant(KernelPath::W4A8, "w4a8-fake"),
-            entrant(KernelPath::W4A16, "w4a16-fake"),
+            entrant(k("w4a8-fake"), &rot, KernelPath::W4A8, Phase::Decode),
+            entrant(k("w4a16-fake"), &rot, KernelPath::W4A16, Phase::Decode),
         ];
         let probe = Probe::new(1 << 16);
+        let probes = || Probes {
+            bandwidth: &probe,
+            peaks: &[],
+        };
         let policy = Policy {
             min_rounds: 6,
             max_rounds: 50,
             budget_s: f64::INFINITY,
         };
         // The fake clock makes every round alike: decided at the minimum.
-        let r = run(
-            &b,
-            clock.as_ref(),
-            &w,
-            &es,
-            Probes {
-                bandwidth: &probe,
-                peaks: &[],
-            },
-            Some(KernelPath::W4A16),
-            policy,
-        )
-        .unwrap();
+        let planned = Some(KernelPath::W4A16);
+        let r = run(&b, clock.as_ref(), &w, &es, probes(), planned, policy).unwrap();
         assert_eq!((r.gbps.len(), r.stopped), (6, Stop::Decided));
         assert!(r.seconds.iter().all(|s| s.len() == 6));
-        let cs = compare(&es, &r.seconds, Some(KernelPath::W4A16));
+        let cs = compare(&es, &r.seconds, planned);
         assert_eq!(cs.len(), 1);
         assert_eq!(
             (cs[0].rival, cs[0].judgement),
             (KernelPath::W4A8, Judgement::Beaten)
         );
         // A fixed count runs exactly that many.
-        let fixed = Policy {
-            min_rounds: 9,
-            max_rounds: 9,
-            budget_s: f64::INFINITY,
-        };
-        let r = run(
-            &b,
-            clock.as_ref(),
-            &w,
-            &es,
-            Probes {
-                bandwidth: &probe,
-                peaks: &[],
-            },
-            Some(KernelPath::W4A16),
-            fixed,
-        )
-        .unwrap();
+        let r = run(&b, clock.as_ref(), &w, &es, probes(), planned, exactly(9)).unwrap();
         assert_eq!((r.gbps.len(), r.stopped), (9, Stop::Rounds));
     }
 
@@ -324,21 +316,8 @@ mod tests {
         let kernels = b.kernels();
         let kernel = kernels.iter().find(|k| k.name == "w4a8-fake").unwrap();
         let rot = Rotation::build(&b, KernelPath::W4A8, &w, 1, 1).unwrap();
-        let es = [Entrant {
-            path: KernelPath::W4A8,
-            phase: Phase::Prefill,
-            kernel,
-            rotation: &rot,
-            decode: DecodePlan {
-                instances: 1,
-                scale: 1.0,
-                working_set_bytes: 0,
-            },
-            prefill_layers: 1,
-            tokens: 8,
-        }];
-        // A no-op loop timed by a clock that steps 1 ms per reading: every run of it
-        // takes 1 ms, so its calibrated rate is exact.
+        let es = [entrant(kernel, &rot, KernelPath::W4A8, Phase::Prefill)];
+        // A no-op loop, calibrated against a clock that steps 1 ms per reading.
         let step = FakeClock::new(1e-3);
         let lp = crate::bench::peaks::Loop {
             macs: 1000,
@@ -346,16 +325,11 @@ mod tests {
         };
         let peak = RoundPeak::with_loop(Unit::Avx2Int8, lp, &b, &step);
         let probe = Probe::new(1 << 16);
-        let policy = Policy {
-            min_rounds: 7,
-            max_rounds: 7,
-            budget_s: f64::INFINITY,
-        };
         let probes = Probes {
             bandwidth: &probe,
             peaks: std::slice::from_ref(&peak),
         };
-        let r = run(&b, clock.as_ref(), &w, &es, probes, None, policy).unwrap();
+        let r = run(&b, clock.as_ref(), &w, &es, probes, None, exactly(7)).unwrap();
         assert_eq!(r.peak_tmacs.len(), 1);
         assert_eq!(r.peak_tmacs[0].len(), 7, "one pass per round");
         // Against the fake clock's zero-length runs the rate is vast but finite.
