@@ -12,7 +12,7 @@ use super::backend::{Backend, KernelInfo, KernelPath, Parallel, Phase};
 use super::bandwidth::Probe;
 use super::clock::{Clock, RoundsPolicy as Policy, Sampling};
 use super::measure::{Rotation, Timer};
-use super::paired::{self, median_interval, ratios};
+use super::paired::{self, Interval, median_interval, ratios};
 use super::peaks::RoundPeak;
 use super::rng::Rng;
 use super::rows::{Comparison, ResultRow, Stop};
@@ -187,30 +187,30 @@ pub fn refresh(row: &mut ResultRow, seconds: &[f64], gbps: &[f64], peak_tmacs: O
     row.weight_gbps *= factor;
     row.tmacs *= factor;
     row.peak_pct = row.peak_pct.map(|p| p * factor);
-    if row.phase == Phase::Decode {
-        let shares: Vec<f64> = seconds
-            .iter()
-            .zip(gbps)
-            .filter(|(t, g)| **t > 0.0 && **g > 0.0)
-            .map(|(t, g)| row.weight_bytes as f64 / t / 1e9 / g * 100.0)
-            .collect();
-        if let Some(ci) = median_interval(&shares) {
-            row.bandwidth_pct = Some(ci.median);
-            row.bandwidth_pct_paired = Some(ci);
-        }
+    if row.phase == Phase::Decode
+        && let Some(ci) = paired_share(seconds, gbps, row.weight_bytes as f64 / 1e9)
+    {
+        row.bandwidth_pct = Some(ci.median);
+        row.bandwidth_pct_paired = Some(ci);
     }
-    if let (Phase::Prefill, Some(peaks)) = (row.phase, peak_tmacs) {
-        let shares: Vec<f64> = seconds
-            .iter()
-            .zip(peaks)
-            .filter(|(t, p)| **t > 0.0 && **p > 0.0)
-            .map(|(t, p)| row.macs as f64 / t / 1e12 / p * 100.0)
-            .collect();
-        if let Some(ci) = median_interval(&shares) {
-            row.peak_pct = Some(ci.median);
-            row.peak_pct_paired = Some(ci);
-        }
+    if let (Phase::Prefill, Some(peaks)) = (row.phase, peak_tmacs)
+        && let Some(ci) = paired_share(seconds, peaks, row.macs as f64 / 1e12)
+    {
+        row.peak_pct = Some(ci.median);
+        row.peak_pct_paired = Some(ci);
     }
+}
+
+/// Per round, `work` per step second (GB or TMAC) as a percentage of that round's roof
+/// (GB/s or TMAC/s): the median and its interval, over the rounds where both were timed.
+fn paired_share(seconds: &[f64], roofs: &[f64], work: f64) -> Option<Interval> {
+    let shares: Vec<f64> = seconds
+        .iter()
+        .zip(roofs)
+        .filter(|(t, roof)| **t > 0.0 && **roof > 0.0)
+        .map(|(t, roof)| work / t / roof * 100.0)
+        .collect();
+    median_interval(&shares)
 }
 
 #[cfg(test)]
