@@ -344,6 +344,19 @@ fn bf16_large_k_extremes_and_split_k() {
 }
 
 #[test]
+fn bf16_k_ranges_that_do_not_split_evenly() {
+    // One panel (n <= 64) on 3 threads: split-K hands each thread a k range (448, 512 and
+    // 704 pairs in thirds) whose pair count is not a multiple of four, so a GEMV that cuts
+    // its range into parts (the AVX2 stream variant: four) must take the rows left over.
+    let e = bf16_registered();
+    for (i, k) in [896, 1024, 1408].into_iter().enumerate() {
+        for m in [1, 2] {
+            assert!(bf16_case(&e, m, 20, k, Data::Random, 500 + i as u64) > 0);
+        }
+    }
+}
+
+#[test]
 fn registered_variants_match_their_entry_points() {
     use crate::kernels::registry;
     // The portable fallbacks exist on every target; the SIMD variants only where their

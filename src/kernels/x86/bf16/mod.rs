@@ -66,8 +66,8 @@ where
     });
 }
 
-/// `bf16-gemv-avx2` (`STREAM = false`) and `bf16-gemv-avx2-stream` (software prefetch ahead
-/// of the one-row stream).
+/// `bf16-gemv-avx2` (`STREAM = false`) and `bf16-gemv-avx2-stream` (one-row blocks read as
+/// interleaved, prefetched streams).
 ///
 /// # Safety
 ///
@@ -208,9 +208,10 @@ pub static GEMV_AVX2: Variant = Variant {
     kernel: KernelFn::Bf16(gemv_avx2::<false>),
 };
 
-/// Registry entry: the AVX2 FMA GEMV with a fixed software prefetch distance, for decode.
-/// Ranked under the plain GEMV (on a Zen 1 it streamed 15-20 % faster from DRAM; on other
-/// CPUs prefetch has cost more than it gave), so `bench`'s race decides per host.
+/// Registry entry: the AVX2 FMA GEMV for decode reading each panel as four interleaved
+/// streams, each with a fixed software prefetch distance. Ranked under the plain GEMV (on
+/// a Zen 1 it took 0.65-0.69 of its time from DRAM; on other CPUs prefetch has cost more
+/// than it gave), so `bench`'s race decides per host.
 pub static GEMV_AVX2_STREAM: Variant = Variant {
     name: "bf16-gemv-avx2-stream",
     isa: "avx2",
