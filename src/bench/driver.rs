@@ -116,6 +116,14 @@ pub fn run<B: Backend>(
     drop(probe);
     progress.finish();
     bw.paired = median_interval(&rounded.gbps);
+    let mut peaks = peaks;
+    for p in peaks.iter_mut() {
+        p.paired = rounded
+            .peak_tmacs
+            .iter()
+            .find(|(unit, _)| *unit == p.unit)
+            .and_then(|(_, series)| median_interval(series));
+    }
     let verdict = verdict_stage(inputs, backend.executor(), &rounded, &failed_paths);
     notes.extend(run_notes(
         inputs.workload,
@@ -302,12 +310,7 @@ fn peaks_stage<B: Backend>(backend: &B, clock: &dyn Clock, effort: Effort) -> Ve
     match backend.peaks_skipped() {
         Some(why) => peaks::UNITS
             .iter()
-            .map(|&unit| Peak {
-                unit,
-                tmacs: None,
-                skipped: Some(why.to_string()),
-                emulated: None,
-            })
+            .map(|&unit| Peak::skipped(unit, why))
             .collect(),
         None => peaks::measure_all(backend, clock, &backend.amx_ready(), effort.peak_budget()),
     }
@@ -319,6 +322,8 @@ struct Rounded {
     fidelity: Vec<super::rows::FidelityRow>,
     paired: PairedRun,
     gbps: Vec<f64>,
+    /// Per unit re-measured in the rounds, its TMAC/s by round.
+    peak_tmacs: Vec<(Unit, Vec<f64>)>,
 }
 
 /// Stage *rounds*: every raced row once per round with the bandwidth probe and the peak
@@ -389,6 +394,11 @@ fn rounds_stage<B: Backend>(
             comparisons,
         },
         gbps: done.gbps,
+        peak_tmacs: round_peaks
+            .iter()
+            .map(|p| p.unit)
+            .zip(done.peak_tmacs)
+            .collect(),
     })
 }
 
@@ -597,11 +607,9 @@ mod tests {
 
     #[test]
     fn only_measured_prefill_units_get_a_peak_loop_in_every_round() {
-        let peak = |unit, tmacs: Option<f64>| Peak {
-            unit,
-            tmacs,
-            skipped: tmacs.is_none().then(|| "no such unit".to_string()),
-            emulated: None,
+        let peak = |unit, tmacs: Option<f64>| match tmacs {
+            Some(t) => Peak::measured(unit, t, None),
+            None => Peak::skipped(unit, "no such unit"),
         };
         let peaks = [
             peak(Unit::Avx2Int8, Some(0.09)),

@@ -30,6 +30,34 @@ pub struct Peak {
     /// a measurement of the CPU.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub emulated: Option<String>,
+    /// The loop re-run in every paired round (units of the prefill rows): its TMAC/s over
+    /// the rounds (median, 95 % interval), the roofline of each round's prefill share.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paired: Option<Interval>,
+}
+
+impl Peak {
+    /// A unit measured at `tmacs` (with why it is not the CPU's figure, under emulation).
+    pub fn measured(unit: Unit, tmacs: f64, emulated: Option<String>) -> Peak {
+        Peak {
+            unit,
+            tmacs: Some(tmacs),
+            skipped: None,
+            emulated,
+            paired: None,
+        }
+    }
+
+    /// A unit not measured, and why.
+    pub fn skipped(unit: Unit, why: impl Into<String>) -> Peak {
+        Peak {
+            unit,
+            tmacs: None,
+            skipped: Some(why.into()),
+            emulated: None,
+            paired: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]

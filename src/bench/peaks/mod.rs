@@ -168,20 +168,14 @@ fn measure_units(
     units
         .iter()
         .map(|&unit| match loop_for(unit, amx) {
-            Ok(lp) => Peak {
+            Ok(lp) => Peak::measured(
                 unit,
-                tmacs: Some(measure(pool, clock, &lp, budget)),
-                skipped: None,
-                emulated: emulated.as_ref().map(|why| {
+                measure(pool, clock, &lp, budget),
+                emulated.as_ref().map(|why| {
                     format!("{why}: the emulator's speed, not a measurement of the CPU")
                 }),
-            },
-            Err(why) => Peak {
-                unit,
-                tmacs: None,
-                skipped: Some(why),
-                emulated: None,
-            },
+            ),
+            Err(why) => Peak::skipped(unit, why),
         })
         .collect()
 }
