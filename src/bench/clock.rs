@@ -113,6 +113,15 @@ pub struct Sampling {
 }
 
 impl Sampling {
+    /// One timed sample, no warm-up: a single step, as the paired rounds and the
+    /// alternated race take them.
+    pub const ONCE: Sampling = Sampling {
+        warmup: 0,
+        min_repeats: 1,
+        max_repeats: 1,
+        budget: 0.0,
+    };
+
     /// Runs `sample` (which returns the seconds of one sample) under this policy and
     /// returns the timed samples. `clock` bounds the total time.
     pub fn collect(

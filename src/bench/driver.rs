@@ -372,12 +372,16 @@ fn rounds_stage<B: Backend>(
     let keys: Vec<(KernelPath, Phase)> = entrants.iter().map(|e| (e.path, e.phase)).collect();
     drop(entrants);
     drop(rotations);
+    let peak_tmacs: Vec<(Unit, Vec<f64>)> = round_peaks
+        .iter()
+        .map(|p| p.unit)
+        .zip(done.peak_tmacs)
+        .collect();
     for (key, secs) in keys.iter().zip(&done.seconds) {
         if let Some(row) = results.iter_mut().find(|r| (r.path, r.phase) == *key) {
-            let unit_peaks = round_peaks
+            let unit_peaks = peak_tmacs
                 .iter()
-                .zip(&done.peak_tmacs)
-                .find(|(p, _)| p.unit == row.peak_unit)
+                .find(|(unit, _)| *unit == row.peak_unit)
                 .map(|(_, series)| series.as_slice());
             rounds::refresh(row, secs, &done.gbps, unit_peaks);
         }
@@ -394,11 +398,7 @@ fn rounds_stage<B: Backend>(
             comparisons,
         },
         gbps: done.gbps,
-        peak_tmacs: round_peaks
-            .iter()
-            .map(|p| p.unit)
-            .zip(done.peak_tmacs)
-            .collect(),
+        peak_tmacs,
     })
 }
 

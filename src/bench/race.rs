@@ -191,12 +191,7 @@ fn alternated<B: Backend>(
         backend: timer.backend,
         clock: timer.clock,
         workload: timer.workload,
-        sampling: Sampling {
-            warmup: 0,
-            min_repeats: 1,
-            max_repeats: 1,
-            budget: 0.0,
-        },
+        sampling: Sampling::ONCE,
     };
     for k in kernels {
         for _ in 0..policy.warmup {

@@ -61,17 +61,11 @@ pub fn run<B: Backend>(
     planned: Option<KernelPath>,
     policy: Policy,
 ) -> anyhow::Result<Rounds> {
-    let one = Sampling {
-        warmup: 0,
-        min_repeats: 1,
-        max_repeats: 1,
-        budget: 0.0,
-    };
     let timer = Timer {
         backend,
         clock,
         workload,
-        sampling: one,
+        sampling: Sampling::ONCE,
     };
     let pool: &dyn Parallel = backend;
     let mut seconds = vec![Vec::new(); entrants.len()];

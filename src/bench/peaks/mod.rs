@@ -100,8 +100,9 @@ fn best_tmacs(pool: &dyn Parallel, clock: &dyn Clock, lp: &Loop, iters: u64, run
     pool.workers() as f64 * iters as f64 * lp.macs as f64 / best.max(1e-12) / 1e12
 }
 
-/// Seconds of one run of a [`RoundPeak`], and runs per round (the best is kept).
+/// Seconds of one run of a [`RoundPeak`].
 pub const ROUND_SLICE_S: f64 = 0.02;
+/// Runs of a [`RoundPeak`] per round; the best is kept (noise only slows a register loop).
 pub const ROUND_RUNS: usize = 3;
 
 /// A unit's peak loop calibrated once, then re-measured in every paired round so each
