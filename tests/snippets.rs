@@ -1,6 +1,7 @@
 //! Every `bash` block of README.md and docs/*.md runs under `bash -euo pipefail`, once
-//! with a good profile and once with a bad one: the good one reaches `vllm serve` (a stub
-//! that records its arguments), the bad one stops the script before it.
+//! with a good profile and once with a bad one: the good one reaches the engine's serve
+//! command (stubs of `vllm` and of `python3 -m vllm...` that record their arguments and
+//! the engine env), the bad one stops the script before it.
 
 use std::path::{Path, PathBuf};
 
@@ -51,8 +52,9 @@ pub fn documented_snippets() -> Vec<(String, String)> {
     out
 }
 
-/// A directory with `edgeplan` (the built binary) and a `vllm` stub that records its
-/// arguments in `$VLLM_LOG`.
+/// A directory with `edgeplan` (the built binary), a `vllm` stub and a `python3` stub
+/// (for `python3 -m vllm...`; anything else goes to the real python3) that record their
+/// command line and `VLLM_CPU_INT4_W4A8` in `$VLLM_LOG`.
 pub fn stub_bin(dir: &Path) -> PathBuf {
     let bin = dir.join("bin");
     if bin.join("vllm").exists() {
@@ -64,10 +66,34 @@ pub fn stub_bin(dir: &Path) -> PathBuf {
         bin.join("edgeplan"),
     )
     .unwrap();
-    let stub = bin.join("vllm");
-    std::fs::write(&stub, "#!/bin/sh\nprintf '%s\\n' \"$*\" >> \"$VLLM_LOG\"\n").unwrap();
     use std::os::unix::fs::PermissionsExt;
+    let record = "printf '%s W4A8=%s\\n' \"$*\" \"${VLLM_CPU_INT4_W4A8:-unset}\" >> \"$VLLM_LOG\"";
+    let stub = bin.join("vllm");
+    std::fs::write(
+        &stub,
+        format!("#!/bin/sh\n{}\n", record.replace("'%s", "'vllm %s")),
+    )
+    .unwrap();
     std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let real = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v python3"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let py = bin.join("python3");
+    std::fs::write(
+        &py,
+        format!(
+            "#!/bin/sh\ncase \"$1 $2\" in \"-m vllm\"*) {} ; exit 0 ;; esac\nexec {} \"$@\"\n",
+            record.replace("'%s", "'python3 %s"),
+            real.trim()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&py, std::fs::Permissions::from_mode(0o755)).unwrap();
     bin
 }
 
@@ -117,7 +143,17 @@ fn every_documented_bash_snippet_serves_on_a_good_profile_and_stops_on_a_bad_one
             "{doc}: good profile failed:\n{script}\n{stderr}"
         );
         let vllm = vllm.unwrap_or_else(|| panic!("{doc}: vllm never ran:\n{script}"));
-        assert!(vllm.starts_with("serve "), "{doc}: {vllm}");
+        // The good profile is an x86 CPU with AMX: vllm-cpu's server module, with the
+        // plan's W4A8 switch in its environment.
+        assert!(
+            vllm.starts_with("python3 -m vllm.entrypoints.openai.api_server --model "),
+            "{doc}: {vllm}"
+        );
+        assert!(vllm.contains("--quantization gptq"), "{doc}: {vllm}");
+        assert!(
+            vllm.trim_end().ends_with(" W4A8=1") || vllm.trim_end().ends_with(" W4A8=0"),
+            "{doc}: {vllm}"
+        );
         for profile in [&bad, &missing] {
             let (code, vllm, stderr) = run_snippet(script, profile);
             assert_ne!(

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
+use crate::engine::{self, Engine};
 use crate::error::{Exit, exit_for, usage};
 use crate::plan::input::{self, Loaded};
 use crate::plan::{Catalog, load_catalog, memory, plan_one, render};
@@ -23,6 +24,8 @@ pub struct PlanRequest {
     pub expect: Option<String>,
     pub explain: bool,
     pub catalog: Option<PathBuf>,
+    /// The engine the plan is rendered for.
+    pub engine: Engine,
     /// The memory fit to compute, when `--model` was given.
     pub fit: Option<FitArgs>,
 }
@@ -162,6 +165,7 @@ pub fn run(request: PlanRequest) -> anyhow::Result<Exit> {
         if let (Some(fit), Some(spec)) = (&fit, catalog.get(&plan.path.name)) {
             too_big |= !attach_fit(&mut plan, &one, spec, fit);
         }
+        engine::attach(&mut plan, request.engine);
         mismatch |= !expectation_holds(request.expect.as_deref(), &plan);
         match request.format {
             PlanFormat::Table => match (&mut fleet, pending.take()) {
@@ -179,8 +183,7 @@ pub fn run(request: PlanRequest) -> anyhow::Result<Exit> {
             PlanFormat::Env => render::env(&mut held, &plan)?,
             PlanFormat::Args => render::args(&mut held, &plan)?,
             PlanFormat::Script => {
-                let lm_head = catalog.get(&plan.path.name).map(|spec| spec.lm_head);
-                let text = crate::plan::script::script(&plan, &one.profile, lm_head)
+                let text = engine::script(&plan, &one.profile, request.engine)
                     .with_context(|| one.label.clone())?;
                 held.extend_from_slice(text.as_bytes());
             }
@@ -225,7 +228,7 @@ fn check_expect(expect: Option<&str>, catalog: &Catalog) -> anyhow::Result<()> {
     }
 }
 
-/// Adds the memory fit to `plan` (the fitted kwargs join the path's), with its warnings
+/// Adds the memory fit to `plan` (its figures join the deployment), with its warnings
 /// on stderr. False when the model does not fit.
 fn attach_fit(
     plan: &mut crate::plan::Plan,
@@ -234,8 +237,8 @@ fn attach_fit(
     fit: &memory::FitRequest,
 ) -> bool {
     let memory = memory::fit(&one.profile, spec, fit);
-    // The fitted max_model_len, max_num_seqs, ... join the path's kwargs.
-    plan.engine_kwargs.extend(memory.engine_kwargs.clone());
+    // The fitted context, sequences and KV size join the deployment the engine renders.
+    crate::plan::deploy::apply_fit(&memory, &mut plan.deploy);
     if memory.beyond_context_limit {
         diag!(
             "edgeplan: warning: {}: --context {} is past {}'s limit of {} tokens",

@@ -29,7 +29,7 @@ pub enum PathId {
     ExportQnnW8a16,
     Bf16,
     Fp16,
-    W4a16Tinygemm,
+    W4a16,
     W4a8Amx,
 }
 
@@ -38,7 +38,7 @@ impl PathId {
         PathId::ExportQnnW8a16,
         PathId::Bf16,
         PathId::Fp16,
-        PathId::W4a16Tinygemm,
+        PathId::W4a16,
         PathId::W4a8Amx,
     ];
 
@@ -48,7 +48,7 @@ impl PathId {
             PathId::ExportQnnW8a16 => "export-qnn-w8a16",
             PathId::Bf16 => "bf16",
             PathId::Fp16 => "fp16",
-            PathId::W4a16Tinygemm => "w4a16-tinygemm",
+            PathId::W4a16 => "w4a16",
             PathId::W4a8Amx => "w4a8-amx",
         }
     }
@@ -59,7 +59,9 @@ impl PathId {
 }
 
 /// How a path stores the output head (`lm_head`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum LmHead {
     /// Stored at the path's bits per weight, untied from the embedding.
@@ -68,11 +70,71 @@ pub enum LmHead {
     ModelDtype,
 }
 
+/// The kernel family a path expects the engine to run: what its weights and
+/// activations are, whatever the engine calls it.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelFamily {
+    /// int4 weights, int8 activations (quantized inside the kernel).
+    W4a8,
+    /// int4 weights, 16-bit activations.
+    W4a16,
+    /// 16-bit weights and activations.
+    Dense,
+    /// An exported graph for a phone NPU: no engine serves it.
+    NpuExport,
+}
+
+impl KernelFamily {
+    /// Stored bits of a quantized weight (16 for dense paths).
+    pub fn weight_bits(self) -> u32 {
+        match self {
+            KernelFamily::W4a8 | KernelFamily::W4a16 => 4,
+            KernelFamily::Dense => 16,
+            KernelFamily::NpuExport => 8,
+        }
+    }
+}
+
+/// An element type, as engines spell it in full (`bfloat16`, not `bf16`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum DType {
+    Bfloat16,
+    Float16,
+    Int8,
+    Int16,
+}
+
+impl DType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DType::Bfloat16 => "bfloat16",
+            DType::Float16 => "float16",
+            DType::Int8 => "int8",
+            DType::Int16 => "int16",
+        }
+    }
+}
+
 /// One weight path, as the catalog defines it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PathSpec {
     pub name: String,
+    /// Earlier names of the path, still accepted by `--expect` and `check`.
+    pub aliases: Vec<String>,
+    pub kernel: KernelFamily,
+    pub activations: DType,
+    /// The 16-bit dtype of the unquantized tensors and of the compute.
+    pub dtype: DType,
+    /// The checkpoint's quantization format (`quant_method`), `None` for 16-bit weights.
     pub quantization: Option<String>,
+    /// For a quantized checkpoint: a symmetric grid (no zero points).
+    pub symmetric: Option<bool>,
     pub group_size: Option<u32>,
     pub bits_per_weight: Option<f64>,
     pub lm_head: LmHead,
@@ -193,6 +255,18 @@ impl Catalog {
             }
             paths.push(spec);
         }
+        for (i, spec) in paths.iter().enumerate() {
+            for alias in &spec.aliases {
+                if paths.iter().enumerate().any(|(j, other)| {
+                    other.name == *alias || (j != i && other.aliases.contains(alias))
+                }) {
+                    return Err(data_error(format!(
+                        "{origin}: bad catalog: path `{}` has alias `{alias}`, which another path already uses",
+                        spec.name
+                    )));
+                }
+            }
+        }
         let mut required = [0usize; PathId::ALL.len()];
         for id in PathId::ALL {
             match paths.iter().position(|p| p.name == id.name()) {
@@ -219,9 +293,13 @@ impl Catalog {
         &self.paths[self.required[id.index()]]
     }
 
-    /// A path by name, for `--expect` and `check`.
+    /// A path by name or by one of its earlier names, for `--expect` and `check`.
     pub fn get(&self, name: &str) -> Option<&PathSpec> {
-        self.paths.iter().find(|p| p.name == name)
+        self.paths.iter().find(|p| p.name == name).or_else(|| {
+            self.paths
+                .iter()
+                .find(|p| p.aliases.iter().any(|a| a == name))
+        })
     }
 
     /// Every path, in file order.
@@ -253,7 +331,14 @@ struct RawCatalog {
 struct RawPath {
     name: Spanned<String>,
     #[serde(default)]
+    aliases: Vec<String>,
+    kernel: KernelFamily,
+    activations: DType,
+    dtype: DType,
+    #[serde(default)]
     quantization: Option<Spanned<String>>,
+    #[serde(default)]
+    symmetric: Option<bool>,
     #[serde(default)]
     group_size: Option<Spanned<i64>>,
     #[serde(default)]
@@ -288,7 +373,12 @@ impl RawPath {
         check_texts(&name, &self.rationale, self.build_with.as_ref())?;
         Ok(PathSpec {
             name,
+            aliases: self.aliases,
+            kernel: self.kernel,
+            activations: self.activations,
+            dtype: self.dtype,
             quantization: self.quantization.map(Spanned::into_inner),
+            symmetric: self.symmetric,
             group_size,
             bits_per_weight: self.bits_per_weight.map(Spanned::into_inner),
             lm_head: self.lm_head,
@@ -320,7 +410,7 @@ fn checked_name(name: &Spanned<String>) -> Result<String, Problem> {
     Ok(trimmed)
 }
 
-/// A `quantization`, when given, must look like a vLLM `--quantization` name.
+/// A `quantization`, when given, must look like a `quant_method` name.
 fn check_quantization(name: &str, quantization: Option<&Spanned<String>>) -> Result<(), Problem> {
     let Some(q) = quantization else {
         return Ok(());
@@ -334,7 +424,7 @@ fn check_quantization(name: &str, quantization: Option<&Spanned<String>>) -> Res
         return Err((
             Some(q.span().start),
             format!(
-                "path `{name}`: quantization `{v}` is not a vLLM --quantization name (omit it for none)"
+                "path `{name}`: quantization `{v}` is not a quantization format name like gptq (omit it for none)"
             ),
         ));
     }
@@ -411,7 +501,9 @@ mod tests {
         let c = Catalog::builtin();
         let bench = |name: &str| c.get(name).unwrap().bench_path.as_deref();
         assert_eq!(bench("w4a8-amx"), Some("w4a8"));
-        assert_eq!(bench("w4a16-tinygemm"), Some("w4a16"));
+        assert_eq!(bench("w4a16"), Some("w4a16"));
+        // The earlier name still finds the path.
+        assert_eq!(c.get("w4a16-tinygemm").unwrap().name, "w4a16");
         assert_eq!(bench("bf16"), Some("bf16"));
         assert_eq!(bench("fp16"), Some("bf16"));
         assert_eq!(bench("export-qnn-w8a16"), None);
@@ -444,13 +536,13 @@ mod tests {
         assert_eq!(row(PathId::Bf16), (None, None, Some(16.0), true, None));
         assert_eq!(row(PathId::Fp16), (None, None, Some(16.0), true, None));
         assert_eq!(
-            row(PathId::W4a16Tinygemm),
+            row(PathId::W4a16),
             (
-                s("cpu_int4"),
+                s("gptq"),
                 Some(128),
                 Some(4.25),
                 true,
-                s("edgeplan plan --format script (GPTQModel: 4-bit, group 128)")
+                s("edgeplan plan --format script (GPTQModel: 4-bit GPTQ, group 128, symmetric)")
             )
         );
         assert_eq!(
@@ -460,7 +552,7 @@ mod tests {
                 Some(128),
                 Some(4.25),
                 true,
-                s("edgeplan plan --format script (GPTQModel: 4-bit, group 128)")
+                s("edgeplan plan --format script (GPTQModel: 4-bit GPTQ, group 128, symmetric)")
             )
         );
         assert!(
@@ -473,7 +565,7 @@ mod tests {
     fn four_bit_paths_store_4_25_bits_by_arithmetic() {
         // 4-bit codes plus a bf16 scale and a bf16 zero per group: 4 + 32 / g.
         let c = Catalog::builtin();
-        for id in [PathId::W4a16Tinygemm, PathId::W4a8Amx] {
+        for id in [PathId::W4a16, PathId::W4a8Amx] {
             let p = c.path(id);
             let g = f64::from(p.group_size.unwrap_or(0));
             assert_eq!(p.bits_per_weight, Some(4.0 + 32.0 / g), "{}", p.name);
@@ -515,7 +607,7 @@ mod tests {
     #[test]
     fn duplicates_unknown_fields_and_syntax_errors_are_65() {
         let dup = format!(
-            "{BUILTIN}\n[[path]]\nname = \"bf16\"\nlm_head = \"model_dtype\"\nfused_cpu_norms = false\nruns_in_vllm = true\nrationale = \"x\"\n"
+            "{BUILTIN}\n[[path]]\nname = \"bf16\"\nkernel = \"dense\"\nactivations = \"bfloat16\"\ndtype = \"bfloat16\"\nlm_head = \"model_dtype\"\nfused_cpu_norms = false\nruns_in_vllm = true\nrationale = \"x\"\n"
         );
         assert!(err_of(&dup).contains("defined twice"));
         let unknown = BUILTIN.replacen(

@@ -32,7 +32,14 @@ pub fn attach(profile: &Profile, plan: &mut Plan, catalog: &Catalog) {
         now_unix: crate::timestamp::now_unix(),
         profile_cpu: profile.cpu.model_name.as_deref(),
     };
-    let measured = measured_for(&m.bench, bench_path, plan, &context);
+    // A run saved before a path was renamed names it by its earlier name (an alias).
+    let mut run = m.bench.clone();
+    if let Some(v) = run.verdict.as_mut()
+        && let Some(spec) = v.planned.as_deref().and_then(|p| catalog.get(p))
+    {
+        v.planned = Some(spec.name.clone());
+    }
+    let measured = measured_for(&run, bench_path, plan, &context);
     plan.explain.push(step(&measured, plan));
     // A real bench run on this device that confirms this plan measured this exact path
     // (a run on another CPU measured that CPU, not this device).

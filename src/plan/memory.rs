@@ -14,16 +14,16 @@
 //!   sequences (and a "flat" figure charging every layer the whole context). The
 //!   engine's: what vLLM V1 allocates for it (16- or 128-token blocks, a sliding layer
 //!   holding `window - 1 + max_num_batched_tokens` tokens plus a block, layers grouped
-//!   by kind with padding), given `gpu_memory_utilization` of a GPU or
-//!   `VLLM_CPU_KVCACHE_SPACE` whole GiB on a CPU. `fits` is decided on the engine's
+//!   by kind with padding), given a fraction of a GPU's memory or, on a CPU, whole
+//!   GiB of the budget left after weights and headroom (stated to the engine). `fits` is decided on the engine's
 //!   figure where the path runs in vLLM, else on the architecture's.
 //! - **Budget**: CPU classes (and phones) the usable RAM: MemAvailable, or the cgroup
 //!   limit when that is lower; a discrete GPU its memory (one GPU; unknown when the
 //!   profile has no figure); a Jetson its unified memory less [`JETSON_OS_RESERVE`].
 //!   A headroom fraction (default [`DEFAULT_HEADROOM`]) is kept free.
-//! - **Engine kwargs**: the `max_model_len`, `max_num_seqs`, `max_num_batched_tokens`
-//!   (and on a GPU `gpu_memory_utilization`) the engine figure assumed, for the plan's
-//!   `engine_kwargs`.
+//! - **Deployment**: the context, sequences, batched tokens, KV bytes (CPU) and GPU
+//!   memory fraction the engine figure assumed go into the plan's engine-neutral
+//!   deployment (`deploy::apply_fit`); the engine renders them as its flags.
 //!
 //! Not in here: activations, the allocator's overhead and the engine's own buffers,
 //! which the headroom stands in for.
@@ -206,8 +206,8 @@ pub struct MemoryFit {
     /// `null` when the config does not say.
     pub context_limit: Option<u64>,
     pub context_limit_source: Option<String>,
-    /// True when `context` is past `context_limit`: vLLM refuses such a
-    /// `max_model_len` unless `VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`.
+    /// True when `context` is past `context_limit`: the engine must be told to allow
+    /// it (vLLM refuses such a `max_model_len` unless told).
     pub beyond_context_limit: bool,
     /// MoE only: the linear parameters one token passes through (speed), beside the
     /// stored weights of every expert (memory).
@@ -226,13 +226,10 @@ pub struct MemoryFit {
     pub max_context: Option<u64>,
     /// The most sequences that fit at this context (0 when not one); `null` as above.
     pub max_concurrency: Option<u64>,
-    /// For CPU paths in vLLM: `VLLM_CPU_KVCACHE_SPACE` in GiB (floor) from the budget;
-    /// `null` under 1 GiB, since vLLM reads 0 as "choose for me".
-    pub vllm_cpu_kvcache_space_gib: Option<u64>,
+    /// For CPU paths that run in an engine: the KV bytes stated to it, whole GiB of
+    /// the budget left after weights and headroom; `null` under 1 GiB.
+    pub cpu_kv_cache_bytes: Option<u64>,
     pub notes: Vec<String>,
-    /// What the fit adds to the plan's `engine_kwargs` (shown there, not here).
-    #[serde(skip)]
-    pub engine_kwargs: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Bytes for `params` weights at `bits` each, rounded up.
@@ -516,10 +513,10 @@ pub fn fit(profile: &Profile, path: &PathSpec, request: &FitRequest) -> MemoryFi
     let room = room(profile, request.headroom, weights_bytes);
     let cpu_vllm = vllm_on_cpu(profile, path);
     // vLLM reads 0 (or unset) as "size it yourself", so under 1 GiB nothing is stated.
-    let vllm_cpu_kvcache_space_gib = room
+    let cpu_kv_cache_bytes = room
         .kv_space
-        .map(|s| s / GIB_BYTES)
-        .filter(|g| cpu_vllm && *g >= 1);
+        .map(|s| s / GIB_BYTES * GIB_BYTES)
+        .filter(|b| cpu_vllm && *b >= GIB_BYTES);
 
     let setup = engine_setup(profile).filter(|_| path.runs_in_vllm);
     let engine = setup.map(|setup| engine_kv(request, setup, cpu_vllm, room.kv_space));
@@ -565,12 +562,10 @@ pub fn fit(profile: &Profile, path: &PathSpec, request: &FitRequest) -> MemoryFi
         fits,
         max_context,
         max_concurrency,
-        vllm_cpu_kvcache_space_gib,
+        cpu_kv_cache_bytes,
         notes: Vec::new(),
-        engine_kwargs: serde_json::Map::new(),
     };
     fit.notes = fit_notes(profile, path, model, &fit);
-    fit.engine_kwargs = engine_kwargs(profile, path, &fit);
     fit
 }
 
@@ -617,15 +612,6 @@ fn vllm_on_cpu(profile: &Profile, path: &PathSpec) -> bool {
         )
 }
 
-/// True when `path` runs in vLLM on this profile's GPU (discrete or Jetson).
-fn vllm_on_gpu(profile: &Profile, path: &PathSpec) -> bool {
-    path.runs_in_vllm
-        && matches!(
-            profile.hardware_class,
-            HardwareClass::CudaDiscrete | HardwareClass::Jetson
-        )
-}
-
 /// The engine's KV figure for `request` under `setup`: its layout per sequence, and
 /// the space it gets (whole GiB of `kv_space` on a CPU, all of it on a GPU).
 fn engine_kv(
@@ -639,7 +625,7 @@ fn engine_kv(
     let (kv_space_bytes, kv_space_source) = if cpu_vllm {
         (
             kv_space.map(|s| s / GIB_BYTES * GIB_BYTES),
-            "VLLM_CPU_KVCACHE_SPACE: whole GiB of the budget left after weights and headroom"
+            "whole GiB of the budget left after weights and headroom (stated to the engine)"
                 .to_string(),
         )
     } else {
@@ -804,38 +790,8 @@ fn engine_notes(model: &ModelShape, engine: &EngineKv) -> Vec<String> {
     notes
 }
 
-/// The serve line's flags: what the engine figure assumed, so that it starts. Empty
-/// off vLLM and when the request does not fit.
-fn engine_kwargs(
-    profile: &Profile,
-    path: &PathSpec,
-    fit: &MemoryFit,
-) -> serde_json::Map<String, serde_json::Value> {
-    let mut kwargs = serde_json::Map::new();
-    if !path.runs_in_vllm || fit.fits == Some(false) {
-        return kwargs;
-    }
-    kwargs.insert("max_model_len".into(), fit.context.into());
-    if let Some(e) = &fit.engine {
-        kwargs.insert(
-            "max_num_batched_tokens".into(),
-            e.max_num_batched_tokens.into(),
-        );
-    }
-    if let Some(most) = fit.max_concurrency.filter(|m| *m >= 1) {
-        kwargs.insert("max_num_seqs".into(), most.min(MAX_NUM_SEQS_CAP).into());
-    }
-    if vllm_on_gpu(profile, path) {
-        kwargs.insert(
-            "gpu_memory_utilization".into(),
-            gpu_utilization(fit.headroom).into(),
-        );
-    }
-    kwargs
-}
-
 /// `gpu_memory_utilization` for a headroom fraction: the share vLLM may take.
-fn gpu_utilization(headroom: f64) -> f64 {
+pub(super) fn gpu_utilization(headroom: f64) -> f64 {
     ((1.0 - headroom) * 10_000.0).round() / 10_000.0
 }
 
@@ -854,7 +810,7 @@ pub fn does_not_fit_line(device: &str, fit: &MemoryFit) -> String {
         ""
     };
     let space = match &fit.engine {
-        Some(e) if fit.vllm_cpu_kvcache_space_gib.is_some() || e.kv_space_bytes == Some(0) => {
+        Some(e) if fit.cpu_kv_cache_bytes.is_some() || e.kv_space_bytes == Some(0) => {
             format!(
                 " ({:.2} GiB of it for the KV cache)",
                 e.kv_space_bytes.unwrap_or(0) as f64 / GIB
@@ -907,7 +863,7 @@ pub fn env_vars(fit: &MemoryFit) -> Vec<(&'static str, String)> {
         Some(false) => "0",
         None => "",
     };
-    let mut vars = vec![
+    let vars = vec![
         ("EDGEPLAN_MEMORY_FITS", fits.to_string()),
         ("EDGEPLAN_WEIGHTS_BYTES", fit.weights_bytes.to_string()),
         ("EDGEPLAN_KV_BYTES", fit.kv_bytes.to_string()),
@@ -916,13 +872,6 @@ pub fn env_vars(fit: &MemoryFit) -> Vec<(&'static str, String)> {
         ("EDGEPLAN_MAX_CONTEXT", opt(fit.max_context)),
         ("EDGEPLAN_CONTEXT_LIMIT", opt(fit.context_limit)),
     ];
-    if let Some(gib) = fit.vllm_cpu_kvcache_space_gib {
-        vars.push(("EDGEPLAN_VLLM_CPU_KVCACHE_SPACE", gib.to_string()));
-    }
-    // Past the model's limit vLLM starts only with this set; the plan flags it.
-    if fit.beyond_context_limit && fit.engine_kwargs.contains_key("max_model_len") {
-        vars.push(("EDGEPLAN_VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1".into()));
-    }
     vars
 }
 
@@ -1059,11 +1008,10 @@ fn context_limit_row(fit: &MemoryFit) -> (String, String) {
     )
 }
 
-/// The verdict's rows: budget, headroom, whether it fits, the limits found, and
-/// `VLLM_CPU_KVCACHE_SPACE` where it applies.
+/// The verdict's rows: budget, headroom, whether it fits, the limits found.
 fn verdict_rows(fit: &MemoryFit) -> Vec<(String, String)> {
     let pct = |v: f64| format!("{:.0}%", v * 100.0);
-    let mut rows = vec![
+    vec![
         (
             "budget".into(),
             match fit.budget_bytes {
@@ -1098,14 +1046,7 @@ fn verdict_rows(fit: &MemoryFit) -> Vec<(String, String)> {
                 .map(|c| format!("{c} at {} tokens", fit.context))
                 .unwrap_or_else(|| "unknown".into()),
         ),
-    ];
-    if let Some(g) = fit.vllm_cpu_kvcache_space_gib {
-        rows.push((
-            "VLLM_CPU_KVCACHE_SPACE".into(),
-            format!("{g} (GiB, floor of the budget left after weights and headroom)"),
-        ));
-    }
-    rows
+    ]
 }
 
 #[cfg(test)]
@@ -1312,14 +1253,14 @@ mod tests {
             kv_dtype: KvDtype::Bf16,
             headroom: 0.1,
         };
-        let f = fit(&tiny, c.path(PathId::W4a16Tinygemm), &req);
+        let f = fit(&tiny, c.path(PathId::W4a16), &req);
         assert_eq!(
             (f.fits, f.max_context, f.max_concurrency),
             (Some(false), Some(0), Some(0))
         );
         assert!(does_not_fit_line("d", &f).contains("the weights alone do not fit"));
         assert_eq!(
-            f.vllm_cpu_kvcache_space_gib, None,
+            f.cpu_kv_cache_bytes, None,
             "0 would tell vLLM to size it itself"
         );
     }

@@ -3,7 +3,8 @@
 //! The pipeline (driven by `commands::plan`): load the catalog (`catalog.rs`: built-in,
 //! or `--catalog FILE`), get the profiles (`input.rs`: files, stdin, directories, JSON
 //! Lines; the command probes for `--sysroot` and the live host), decide each one
-//! (`rules.rs`, pure), render them (`render.rs`; `script.rs` writes the build script). In a fleet run a bad profile is reported on stderr and the rest are
+//! (`rules.rs`, pure, into an engine-neutral deployment), render them (`render.rs`; the
+//! engine's flags, env and build script come from src/engine/, which the command calls). In a fleet run a bad profile is reported on stderr and the rest are
 //! still planned; the exit code is then the first error's (65 bad data, 66 missing).
 //! `--expect` and `check` (`check.rs`) exit 1 on a mismatch. With `--model`, each plan
 //! also gets a memory fit (`memory.rs`), and a device the model does not fit exits 3.
@@ -15,6 +16,7 @@
 
 pub mod catalog;
 pub mod check;
+pub mod deploy;
 pub mod input;
 pub mod measured;
 pub mod memory;
@@ -23,7 +25,6 @@ mod odd_inputs;
 pub mod render;
 pub mod rules;
 pub mod schema;
-pub mod script;
 
 use std::path::Path;
 

@@ -1,9 +1,10 @@
 //! Rendering plans: table (one device, or the fleet view), JSON, JSON Lines, env, args.
 //!
-//! Every format renders from [`Plan`]; nothing here decides. `env` lines are
-//! shell-quoted for `eval`; `args` prints vLLM flags ready for `$(...)` (values are
-//! plain tokens, checked when the catalog loads). Tables never wrap, so their shape does
-//! not depend on the terminal.
+//! Every format renders from [`Plan`]; nothing here decides, and no engine's flag or
+//! variable is named here: the engine's own rendering (`plan.engine`, made by
+//! src/engine/) supplies them. `env` lines are shell-quoted for `eval`; `args` prints
+//! the engine's flags ready for `$(...)` (plain tokens by construction). Tables never
+//! wrap, so their shape does not depend on the terminal.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -21,19 +22,34 @@ fn yes_no(v: bool) -> &'static str {
     if v { "yes" } else { "no" }
 }
 
-/// The engine kwargs as vLLM command-line flags (`--quantization gptq`), or "".
-pub fn vllm_flags(plan: &Plan) -> String {
-    plan.engine_kwargs
-        .iter()
-        .map(|(k, v)| {
-            let value = v
-                .as_str()
-                .map(str::to_string)
-                .unwrap_or_else(|| v.to_string());
-            format!("--{} {value}", k.replace('_', "-"))
+/// The engine's flags as one line (`--quantization gptq --dtype bfloat16`), or "".
+pub fn engine_flags(plan: &Plan) -> String {
+    plan.engine
+        .as_ref()
+        .map(|e| e.flags.join(" "))
+        .unwrap_or_default()
+}
+
+/// The engine's environment as `NAME=value` words, or "".
+pub fn engine_env(plan: &Plan) -> String {
+    plan.engine
+        .as_ref()
+        .map(|e| {
+            e.env
+                .iter()
+                .map(|v| format!("{}={}", v.name, v.value))
+                .collect::<Vec<_>>()
+                .join(" ")
         })
-        .collect::<Vec<_>>()
-        .join(" ")
+        .unwrap_or_default()
+}
+
+/// The engine's serve command (before the model argument), or "".
+pub fn engine_command(plan: &Plan) -> String {
+    plan.engine
+        .as_ref()
+        .map(|e| e.command.join(" "))
+        .unwrap_or_default()
 }
 
 /// `--format json`: one pretty plan object.
@@ -85,9 +101,9 @@ pub fn jsonl_error(
     Ok(())
 }
 
-/// `--format args`: the vLLM flags, nothing at all when there are none.
+/// `--format args`: the engine's flags, nothing at all when there are none.
 pub fn args(out: &mut dyn Write, plan: &Plan) -> anyhow::Result<()> {
-    let flags = vllm_flags(plan);
+    let flags = engine_flags(plan);
     if !flags.is_empty() {
         writeln!(out, "{flags}")?;
     }
@@ -131,8 +147,23 @@ pub fn env_vars(plan: &Plan) -> Vec<(&'static str, String)> {
             (if p.runs_in_vllm { "1" } else { "0" }).to_string(),
         ),
         ("EDGEPLAN_VERIFIED", p.verified.as_str().to_string()),
-        ("EDGEPLAN_ENGINE_ARGS", vllm_flags(plan)),
+        (
+            "EDGEPLAN_ENGINE",
+            opt(plan.engine.as_ref().map(|e| e.name.clone())),
+        ),
+        (
+            "EDGEPLAN_ENGINE_PACKAGE",
+            opt(plan.engine.as_ref().and_then(|e| e.package.clone())),
+        ),
+        ("EDGEPLAN_ENGINE_COMMAND", engine_command(plan)),
+        ("EDGEPLAN_ENGINE_ARGS", engine_flags(plan)),
+        ("EDGEPLAN_ENGINE_ENV", engine_env(plan)),
         ("EDGEPLAN_THREADS", opt(plan.threads.map(|t| t.to_string()))),
+        ("EDGEPLAN_CPUS", opt(plan.deploy.cpus.clone())),
+        (
+            "EDGEPLAN_KV_CACHE_BYTES",
+            opt(plan.deploy.kv_cache_bytes.map(|b| b.to_string())),
+        ),
     ];
     if let Some(fit) = &plan.memory {
         vars.extend(memory::env_vars(fit));
@@ -148,14 +179,9 @@ pub fn env(out: &mut dyn Write, plan: &Plan) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `--format table` for one device: the path, kwargs, build script, rationale, notes.
-pub fn table_one(out: &mut dyn Write, plan: &Plan, explain: bool) -> anyhow::Result<()> {
+/// The one-device table's rows: the path, the engine's rendering, threads and KV.
+fn summary_rows(plan: &Plan) -> anyhow::Result<Vec<(&'static str, String)>> {
     let p = &plan.path;
-    let mut table = new_table();
-    table.set_header(vec!["plan", ""]);
-    if let Some(device) = &plan.device {
-        table.add_row(vec!["device", device]);
-    }
     let quant = match (&p.quantization, p.group_size) {
         (Some(q), Some(g)) => format!("{q}, group {g}"),
         (Some(q), None) => q.clone(),
@@ -165,14 +191,25 @@ pub fn table_one(out: &mut dyn Write, plan: &Plan, explain: bool) -> anyhow::Res
         .bits_per_weight
         .map(|b| format!("{b}"))
         .unwrap_or_else(|| "unknown".into());
-    let flags = vllm_flags(plan);
+    let flags = engine_flags(plan);
     let kwargs = serde_json::to_string(&plan.engine_kwargs)?;
     let kwargs = if flags.is_empty() {
         kwargs
     } else {
-        format!("{kwargs}  (vLLM flags: {flags})")
+        format!("{kwargs}  (flags: {flags})")
     };
-    let rows: Vec<(&str, String)> = vec![
+    let engine = match &plan.engine {
+        Some(e) if e.runs => format!(
+            "{} ({}; checked against {})",
+            e.name,
+            e.package.as_deref().unwrap_or("-"),
+            e.checked_against.join(", ")
+        ),
+        Some(e) => format!("{}: does not run this path", e.name),
+        None => "not rendered".into(),
+    };
+    let env = engine_env(plan);
+    Ok(vec![
         ("class", plan.hardware_class.to_string()),
         ("priority", plan.priority.as_str().into()),
         ("path", p.name.clone()),
@@ -180,7 +217,23 @@ pub fn table_one(out: &mut dyn Write, plan: &Plan, explain: bool) -> anyhow::Res
         ("bits per weight", bits),
         ("runs in vLLM", yes_no(p.runs_in_vllm).into()),
         ("verified", format!("{} (basis below)", p.verified.as_str())),
+        ("kernel", format!("{:?}", plan.deploy.kernel).to_lowercase()),
+        ("activations", plan.deploy.activations.as_str().to_string()),
+        ("engine", engine),
         ("engine kwargs", kwargs),
+        (
+            "engine env",
+            if env.is_empty() { "none".into() } else { env },
+        ),
+        (
+            "serve with",
+            match engine_command(plan) {
+                c if c.is_empty() => "none".into(),
+                c => format!("{c} MODEL {}", engine_flags(plan))
+                    .trim_end()
+                    .to_string(),
+            },
+        ),
         (
             "build with",
             p.build_with
@@ -190,11 +243,31 @@ pub fn table_one(out: &mut dyn Write, plan: &Plan, explain: bool) -> anyhow::Res
         ("fused CPU norms", yes_no(p.fused_cpu_norms).into()),
         (
             "threads",
-            plan.threads
-                .map(|t| format!("{t} (OMP_NUM_THREADS)"))
-                .unwrap_or_else(|| "unknown".into()),
+            match (plan.threads, &plan.deploy.cpus) {
+                (Some(t), Some(c)) => format!("{t} on CPUs {c}"),
+                (Some(t), None) => format!("{t} (CPU list unknown)"),
+                (None, _) => "unknown".into(),
+            },
         ),
-    ];
+        (
+            "KV cache",
+            // The source can be long; the JSON and --explain carry it.
+            plan.deploy
+                .kv_cache_bytes
+                .map_or_else(|| "none".into(), crate::output::gib_exact),
+        ),
+    ])
+}
+
+/// `--format table` for one device: the path, kwargs, build script, rationale, notes.
+pub fn table_one(out: &mut dyn Write, plan: &Plan, explain: bool) -> anyhow::Result<()> {
+    let p = &plan.path;
+    let mut table = new_table();
+    table.set_header(vec!["plan", ""]);
+    if let Some(device) = &plan.device {
+        table.add_row(vec!["device", device]);
+    }
+    let rows = summary_rows(plan)?;
     for (k, v) in rows {
         table.add_row(vec![k.to_string(), v]);
     }
@@ -223,6 +296,12 @@ pub fn table_one(out: &mut dyn Write, plan: &Plan, explain: bool) -> anyhow::Res
     if !p.notes.is_empty() {
         writeln!(out, "\nNotes:")?;
         for note in &p.notes {
+            writeln!(out, "  - {note}")?;
+        }
+    }
+    if let Some(e) = plan.engine.as_ref().filter(|e| !e.notes.is_empty()) {
+        writeln!(out, "\nEngine ({}):", e.name)?;
+        for note in &e.notes {
             writeln!(out, "  - {note}")?;
         }
     }
@@ -468,29 +547,62 @@ mod tests {
         assert_eq!(shell_quote("$(rm -rf /)"), "'$(rm -rf /)'");
     }
 
+    /// A rendering made by hand: render prints what the engine gave, verbatim.
+    fn rendered(mut plan: Plan, flags: &[&str], env: &[(&str, &str)]) -> Plan {
+        plan.engine = Some(crate::plan::schema::EngineRendering {
+            name: "someengine".into(),
+            checked_against: vec!["someengine 1.0".into()],
+            runs: !flags.is_empty(),
+            package: Some("someengine==1.0".into()),
+            command: vec!["serve-it".into(), "now".into()],
+            flags: flags.iter().map(|s| s.to_string()).collect(),
+            env: env
+                .iter()
+                .map(|(n, v)| crate::plan::schema::EnvVar {
+                    name: n.to_string(),
+                    value: v.to_string(),
+                })
+                .collect(),
+            notes: Vec::new(),
+        });
+        plan
+    }
+
     #[test]
-    fn args_are_vllm_flags_or_nothing() {
+    fn args_are_the_engines_flags_or_nothing() {
         let mut out = Vec::new();
-        args(
-            &mut out,
-            &plan(HardwareClass::X86Cpu, &["amx_tile", "amx_int8"]),
-        )
-        .unwrap();
-        assert_eq!(String::from_utf8(out).unwrap(), "--quantization gptq\n");
+        let p = rendered(
+            plan(HardwareClass::X86Cpu, &["amx_tile", "amx_int8"]),
+            &["--quantization", "gptq", "--dtype", "bfloat16"],
+            &[],
+        );
+        args(&mut out, &p).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "--quantization gptq --dtype bfloat16\n"
+        );
         let mut out = Vec::new();
         args(&mut out, &plan(HardwareClass::CudaDiscrete, &[])).unwrap();
-        assert!(out.is_empty());
+        assert!(out.is_empty(), "no rendering, no flags");
     }
 
     #[test]
     fn env_lines_are_exact() {
         let mut out = Vec::new();
-        env(&mut out, &plan(HardwareClass::X86Cpu, &[])).unwrap();
+        let p = rendered(
+            plan(HardwareClass::X86Cpu, &[]),
+            &["--a", "1", "--b", "x"],
+            &[("SOME_VAR", "0"), ("OTHER", "0-5")],
+        );
+        env(&mut out, &p).unwrap();
         let text = String::from_utf8(out).unwrap();
         let want = "EDGEPLAN_DEVICE='box 1'\nEDGEPLAN_CLASS=x86_cpu\nEDGEPLAN_PRIORITY=speed\n\
-EDGEPLAN_PATH=w4a16-tinygemm\nEDGEPLAN_QUANTIZATION=cpu_int4\nEDGEPLAN_GROUP_SIZE=128\n\
-EDGEPLAN_BITS_PER_WEIGHT=4.25\nEDGEPLAN_BUILD_WITH='edgeplan plan --format script (GPTQModel: 4-bit, group 128)'\n\
-EDGEPLAN_RUNS_IN_VLLM=1\nEDGEPLAN_VERIFIED=inferred\nEDGEPLAN_ENGINE_ARGS='--quantization cpu_int4'\nEDGEPLAN_THREADS=6\n";
+EDGEPLAN_PATH=w4a16\nEDGEPLAN_QUANTIZATION=gptq\nEDGEPLAN_GROUP_SIZE=128\n\
+EDGEPLAN_BITS_PER_WEIGHT=4.25\nEDGEPLAN_BUILD_WITH='edgeplan plan --format script (GPTQModel: 4-bit GPTQ, group 128, symmetric)'\n\
+EDGEPLAN_RUNS_IN_VLLM=1\nEDGEPLAN_VERIFIED=inferred\nEDGEPLAN_ENGINE=someengine\n\
+EDGEPLAN_ENGINE_PACKAGE=someengine==1.0\nEDGEPLAN_ENGINE_COMMAND='serve-it now'\n\
+EDGEPLAN_ENGINE_ARGS='--a 1 --b x'\nEDGEPLAN_ENGINE_ENV='SOME_VAR=0 OTHER=0-5'\nEDGEPLAN_THREADS=6\n\
+EDGEPLAN_CPUS=''\nEDGEPLAN_KV_CACHE_BYTES=4294967296\n";
         assert_eq!(text, want);
     }
 
@@ -504,7 +616,7 @@ EDGEPLAN_RUNS_IN_VLLM=1\nEDGEPLAN_VERIFIED=inferred\nEDGEPLAN_ENGINE_ARGS='--qua
         let mut out = Vec::new();
         table_fleet(&mut out, &plans, false).unwrap();
         let text = String::from_utf8(out).unwrap();
-        assert!(text.contains("| w4a16-tinygemm | 2       |"), "{text}");
-        assert!(text.contains("| bf16           | 1       |"), "{text}");
+        assert!(text.contains("| w4a16 | 2       |"), "{text}");
+        assert!(text.contains("| bf16  | 1       |"), "{text}");
     }
 }

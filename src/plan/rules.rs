@@ -7,9 +7,9 @@
 //! | `npu_phone`, HTP architecture sure   | `export-qnn-w8a16`             |
 //! | GPU below compute capability 7.0     | planned on its CPU (rows below)|
 //! | `cuda_discrete`, `jetson`            | `bf16`, or `fp16` without bf16 |
-//! | `arm64_cpu`, or `npu_phone` unsure   | `w4a16-tinygemm` (unverified)  |
+//! | `arm64_cpu`, or `npu_phone` unsure   | `w4a16` (unverified)           |
 //! | `x86_cpu`, AMX-INT8 usable, speed    | `w4a8-amx`                     |
-//! | `x86_cpu`, otherwise                 | `w4a16-tinygemm`               |
+//! | `x86_cpu`, otherwise                 | `w4a16`                        |
 //!
 //! "AMX-INT8 usable" reads `cpu.features.amx_int8.usable` (the CPU has INT8 tiles *and*
 //! the OS granted the tile state), which the W4A8 kernel needs. A profile without OS
@@ -17,11 +17,13 @@
 //! sysroot probe) falls back to the `/proc/cpuinfo` flags `amx_tile` + `amx_int8`, and
 //! the trace says so. Every step records the facts it read and where they came from,
 //! and every path that lost is listed with its reason. What a path *is* comes from the
-//! catalog; this module only names paths.
+//! catalog; this module only names paths. The plan's [`Deployment`] is engine-neutral;
+//! engines render it (src/engine/), so no engine flag or variable is named here.
 
 use serde_json::json;
 
-use super::catalog::{Catalog, PathId, PathSpec};
+use super::catalog::{Catalog, PathId};
+use super::deploy::deployment;
 use super::schema::{
     Alternative, Fact, PLAN_SCHEMA_VERSION, Plan, PlannedPath, Priority, Step, Verified,
 };
@@ -70,7 +72,7 @@ pub fn decide(profile: &Profile, priority: impl Into<Priority>, catalog: &Catalo
         );
     }
     notes.extend(cpu_caveats(profile, route, &origin, &mut trace));
-    let (engine_kwargs, step) = engine_kwargs(spec, catalog);
+    let (deploy, step) = deployment(profile, route, spec, catalog, &origin);
     trace.push(step);
 
     Plan {
@@ -91,8 +93,10 @@ pub fn decide(profile: &Profile, priority: impl Into<Priority>, catalog: &Catalo
             build_with: spec.build_with.clone(),
             notes,
         },
-        engine_kwargs,
+        engine_kwargs: serde_json::Map::new(),
         threads: profile.cpu.usable_threads,
+        deploy,
+        engine: None,
         measured: None,
         explain: trace,
         alternatives: lost
@@ -214,7 +218,7 @@ fn choose_npu(profile: &Profile, origin: &str, trace: &mut Vec<Step>, lost: &mut
                 fact("android.npu.htp_arch", json!(npu.and_then(|n| n.htp_arch.clone())), origin.to_string()),
             ],
         });
-    lost.push((PathId::W4a16Tinygemm, "4-bit weights failed the QNN converter on the calibrated path, and an uncalibrated 4-bit export scored -1.6 dB on the device; 4-bit also saved no time there (0.917 vs 0.912 ms per layer)".into()));
+    lost.push((PathId::W4a16, "4-bit weights failed the QNN converter on the calibrated path, and an uncalibrated 4-bit export scored -1.6 dB on the device; 4-bit also saved no time there (0.917 vs 0.912 ms per layer)".into()));
     lost.push((PathId::W4a8Amx, "an x86 AMX kernel; this is an Arm phone, and int8 activations broke the NPU export (5.1 dB against 36.9 dB for w8a16)".into()));
     lost.push((
         PathId::Bf16,
@@ -240,7 +244,7 @@ fn choose_gpu(profile: &Profile, origin: &str, trace: &mut Vec<Step>, lost: &mut
     lost.push((other, why.into()));
     let cpu_only = "an x86 CPU kernel; on a GPU the weights stay 16-bit, and GPU quantization (Marlin, AWQ) is a separate decision edgeplan does not make";
     lost.push((PathId::W4a8Amx, cpu_only.into()));
-    lost.push((PathId::W4a16Tinygemm, cpu_only.into()));
+    lost.push((PathId::W4a16, cpu_only.into()));
     lost.push((PathId::ExportQnnW8a16, "for phone NPUs only".into()));
     if class == HardwareClass::Jetson {
         trace.push(Step {
@@ -252,18 +256,18 @@ fn choose_gpu(profile: &Profile, origin: &str, trace: &mut Vec<Step>, lost: &mut
     chosen
 }
 
-/// An Arm CPU: W4A16 through tinygemm.
+/// An Arm CPU: W4A16.
 fn choose_arm(profile: &Profile, origin: &str, trace: &mut Vec<Step>, lost: &mut Lost) -> PathId {
     trace.push(Step {
             rule: "arm64_cpu".into(),
-            outcome: "an Arm CPU: no AMX, so 4-bit weights with bf16 activations through PyTorch's 4-bit CPU GEMM (its Arm kernel was not measured, so unverified)".into(),
+            outcome: "an Arm CPU: no AMX, so 4-bit weights with bf16 activations (W4A16; not measured on Arm, so unverified)".into(),
             facts: vec![fact("cpu.flags", json!(arm_flags(profile)), format!("/proc/cpuinfo Features ({origin})"))],
         });
     lost.push((PathId::W4a8Amx, "needs x86 AMX tiles".into()));
-    lost.push((PathId::Bf16, "no 4-bit saving: 16 bits per weight (on the measured x86 host bf16 decoded at 41.0 tok/s against 80.0 for tinygemm)".into()));
+    lost.push((PathId::Bf16, "no 4-bit saving: 16 bits per weight (on the study's x86 host bf16 decoded at 41.0 tok/s against 80.0 for 4-bit W4A16 in the vLLM-Omni fork)".into()));
     lost.push((PathId::Fp16, "as bf16: 16 bits per weight".into()));
     lost.push((PathId::ExportQnnW8a16, "for phone NPUs only".into()));
-    PathId::W4a16Tinygemm
+    PathId::W4a16
 }
 
 /// An x86 CPU: W4A8 on AMX at speed priority, else W4A16.
@@ -278,22 +282,22 @@ fn choose_x86(
     trace.push(step);
     let chosen = match (amx, priority) {
         (true, Priority::Speed) => {
-            trace.push(priority_step(priority, "speed first and AMX-INT8 usable: the W4A8 AMX kernel, the fastest path measured (86.6 against 80.0 tok/s in the back-to-back per-op profile)"));
-            lost.push((PathId::W4a16Tinygemm, "slower with AMX available (80.0 against 86.6 tok/s, back-to-back per-op profile); it is the choice under --priority fidelity".into()));
+            trace.push(priority_step(priority, "speed first and AMX-INT8 usable: the W4A8 AMX kernel, the fastest path the study measured (86.6 against 80.0 tok/s for the fork's W4A16 in the back-to-back per-op profile)"));
+            lost.push((PathId::W4a16, "slower with AMX available (the fork's W4A16: 80.0 against 86.6 tok/s, back-to-back per-op profile); it is the choice under --priority fidelity".into()));
             PathId::W4a8Amx
         }
         (true, Priority::Fidelity) => {
-            trace.push(priority_step(priority, "fidelity first: keep bf16 activations (tinygemm) although AMX-INT8 is usable; this gives up about 7-8% of decode (80.0 against 86.6 tok/s)"));
-            lost.push((PathId::W4a8Amx, "int8 activations are the least faithful 4-bit build (1/12 greedy prompts exact against its own bf16, tinygemm 2/12), and in agent tasks W4A8 undid a finished step where W4A16 recognised completion".into()));
-            PathId::W4a16Tinygemm
+            trace.push(priority_step(priority, "fidelity first: keep bf16 activations (W4A16) although AMX-INT8 is usable; in the study this gave up about 7-8% of decode (80.0 against 86.6 tok/s)"));
+            lost.push((PathId::W4a8Amx, "int8 activations are the least faithful 4-bit build (1/12 greedy prompts exact against its own bf16, W4A16 2/12), and in agent tasks W4A8 undid a finished step where W4A16 recognised completion".into()));
+            PathId::W4a16
         }
         (false, _) => {
-            trace.push(priority_step(priority, "AMX-INT8 is not usable, so the W4A8 kernel cannot run whatever the priority: 4-bit weights with bf16 activations through tinygemm"));
+            trace.push(priority_step(priority, "AMX-INT8 is not usable, so the W4A8 kernel cannot run whatever the priority: 4-bit weights with bf16 activations (W4A16)"));
             lost.push((
                 PathId::W4a8Amx,
                 "needs usable AMX-INT8 tiles (CPU support and the OS's tile permission)".into(),
             ));
-            PathId::W4a16Tinygemm
+            PathId::W4a16
         }
     };
     lost.push((
@@ -308,45 +312,8 @@ fn choose_x86(
     chosen
 }
 
-/// vLLM's engine kwargs for `spec`, and the trace step that says why.
-fn engine_kwargs(
-    spec: &PathSpec,
-    catalog: &Catalog,
-) -> (serde_json::Map<String, serde_json::Value>, Step) {
-    let mut engine_kwargs = serde_json::Map::new();
-    let kwargs_outcome = match (&spec.quantization, spec.runs_in_vllm) {
-        (_, false) => "no engine kwargs: this path does not run in vLLM".to_string(),
-        (Some(q), true) => {
-            engine_kwargs.insert("quantization".into(), json!(q));
-            format!("engine kwargs {{\"quantization\": \"{q}\"}} (vLLM flag --quantization {q})")
-        }
-        (None, true) => "no engine kwargs: the weights keep the model dtype".to_string(),
-    };
-    let step = Step {
-        rule: "engine_kwargs".into(),
-        outcome: kwargs_outcome,
-        facts: vec![
-            fact(
-                "path.runs_in_vllm",
-                json!(spec.runs_in_vllm),
-                format!("catalog ({})", catalog.origin),
-            ),
-            fact(
-                "path.quantization",
-                json!(spec.quantization),
-                format!("catalog ({})", catalog.origin),
-            ),
-        ],
-    };
-    (engine_kwargs, step)
-}
-
 fn fact(field: &str, value: serde_json::Value, source: String) -> Fact {
-    Fact {
-        field: field.into(),
-        value,
-        source,
-    }
+    Fact::new(field, value, source)
 }
 
 fn priority_step(priority: Priority, outcome: &str) -> Step {
@@ -467,8 +434,8 @@ fn gpu_bf16(profile: &Profile, origin: &str) -> (bool, Step) {
 }
 
 /// How far the chosen path is backed: `flags-only` when an x86 AMX decision had no OS
-/// facts; `inferred` where the catalog has no measurement on this class or the x86 rule
-/// "no AMX means tinygemm" stands in; else `measured`, naming the measurement.
+/// facts; `inferred` where the catalog has no measurement on this class (W4A16: stock
+/// vLLM's kernel was never measured by the study); else `measured`, naming it.
 fn verification(
     profile: &Profile,
     route: HardwareClass,
@@ -486,6 +453,9 @@ fn verification(
     if x86 && !os_known && amx_reported {
         return (Verified::FlagsOnly, "the AMX decision rests on the /proc/cpuinfo flags amx_tile + amx_int8 without OS facts (XCR0, tile permission): probe the live host to settle it".into());
     }
+    if chosen == PathId::W4a16 {
+        return (Verified::Inferred, "stock vLLM runs this path through cpu_gemm_wna16, which the study never measured: its W4A16 figures are PyTorch tinygemm in the vLLM-Omni fork (Xeon 8480C); on a Zen 5 host stock vLLM's W4A16 GEMMs were slower than its bf16 ones (see the path's notes)".into());
+    }
     if !on_class {
         return (
             Verified::Inferred,
@@ -493,9 +463,6 @@ fn verification(
                 "not measured on {route}: the rules carry the choice over from the classes it was measured on (see the path's notes)"
             ),
         );
-    }
-    if x86 && chosen == PathId::W4a16Tinygemm && !x86_amx_int8_usable(profile) {
-        return (Verified::Inferred, "'no AMX means tinygemm' is the study's untested assumption: tinygemm was measured on the AMX Xeon 8480C, and vLLM's vector-ISA W4A16 kernel that an AMX-less host may get was never measured".into());
     }
     let by = match route {
         HardwareClass::X86Cpu => {
@@ -662,7 +629,7 @@ mod tests {
             }),
         );
         assert_eq!(name(&p, Priority::Speed), "w4a8-amx");
-        assert_eq!(name(&p, Priority::Fidelity), "w4a16-tinygemm");
+        assert_eq!(name(&p, Priority::Fidelity), "w4a16");
     }
 
     #[test]
@@ -676,7 +643,7 @@ mod tests {
                 usable: false,
             }),
         );
-        assert_eq!(name(&p, Priority::Speed), "w4a16-tinygemm");
+        assert_eq!(name(&p, Priority::Speed), "w4a16");
         let plan = decide(&p, Priority::Speed, &Catalog::builtin());
         assert!(
             plan.explain[1].outcome.contains("would have said yes"),
@@ -743,14 +710,8 @@ mod tests {
         );
         assert_eq!(name(&sysroot, Priority::Speed), "w4a8-amx");
         // amx_bf16 alone is not the INT8 tile unit the kernel needs.
-        assert_eq!(
-            name(&x86(&["amx_bf16"], None), Priority::Speed),
-            "w4a16-tinygemm"
-        );
-        assert_eq!(
-            name(&x86(&["avx512_vnni"], None), Priority::Speed),
-            "w4a16-tinygemm"
-        );
+        assert_eq!(name(&x86(&["amx_bf16"], None), Priority::Speed), "w4a16");
+        assert_eq!(name(&x86(&["avx512_vnni"], None), Priority::Speed), "w4a16");
     }
 
     #[test]
@@ -784,7 +745,7 @@ mod tests {
         // A Pascal card alone: the host's x86 CPU is planned, and the plan says why.
         p.gpus = vec![gpu(Some("6.1"))];
         let plan = decide(&p, Priority::Speed, &c);
-        assert_eq!(plan.path.name, "w4a16-tinygemm");
+        assert_eq!(plan.path.name, "w4a16");
         assert!(
             plan.explain
                 .iter()
@@ -808,7 +769,7 @@ mod tests {
             ..Default::default()
         });
         let tx1 = decide(&p, Priority::Speed, &c);
-        assert_eq!(tx1.path.name, "w4a16-tinygemm");
+        assert_eq!(tx1.path.name, "w4a16");
         assert!(tx1.path.notes[0].contains("5.3"));
         p.jetson.as_mut().unwrap().compute_capability = Some("8.7".into());
         assert_eq!(name(&p, Priority::Speed), "bf16");
@@ -824,7 +785,8 @@ mod tests {
             (jetson.path.name.as_str(), jetson.path.verified),
             ("bf16", Verified::Inferred)
         );
-        assert!(jetson.engine_kwargs.is_empty());
+        assert_eq!(jetson.deploy.target, crate::plan::schema::Target::Gpu);
+        assert_eq!(jetson.deploy.weights.format, None);
         p.hardware_class = HardwareClass::CudaDiscrete;
         assert_eq!(
             decide(&p, Priority::Speed, &c).path.verified,
@@ -834,13 +796,12 @@ mod tests {
         let arm = decide(&p, Priority::Speed, &c);
         assert_eq!(
             (arm.path.name.as_str(), arm.path.verified),
-            ("w4a16-tinygemm", Verified::Inferred)
+            ("w4a16", Verified::Inferred)
         );
-        assert_eq!(
-            arm.engine_kwargs.get("quantization"),
-            Some(&json!("cpu_int4"))
-        );
-        assert!(arm.path.rationale.contains("KleidiAI"));
+        assert_eq!(arm.deploy.weights.format.as_deref(), Some("gptq"));
+        assert_eq!(arm.deploy.kernel, crate::plan::catalog::KernelFamily::W4a16);
+        assert_eq!(arm.deploy.weights.symmetric, Some(true));
+        assert!(arm.path.rationale.contains("cpu_gemm_wna16"));
         p.hardware_class = HardwareClass::NpuPhone;
         // No sure HTP architecture: no export.
         assert_ne!(
@@ -861,12 +822,16 @@ mod tests {
             (npu.path.name.as_str(), npu.path.verified),
             ("export-qnn-w8a16", Verified::Measured)
         );
-        assert!(
-            npu.engine_kwargs.is_empty(),
-            "the NPU path does not run in vLLM"
+        assert_eq!(
+            npu.deploy.target,
+            crate::plan::schema::Target::Npu,
+            "no engine serves the NPU path"
         );
+        assert_eq!(npu.deploy.kv_cache_bytes, None);
         let amx = decide(&x86(&AMX_FLAGS, None), Priority::Speed, &c);
-        assert_eq!(amx.engine_kwargs.get("quantization"), Some(&json!("gptq")));
+        assert_eq!(amx.deploy.weights.format.as_deref(), Some("gptq"));
+        assert_eq!(amx.deploy.kernel, crate::plan::catalog::KernelFamily::W4a8);
+        assert_eq!(amx.deploy.activations, crate::plan::catalog::DType::Int8);
         // AMX taken on the flags' word alone.
         assert_eq!(amx.path.verified, Verified::FlagsOnly);
         assert!(amx.path.verified_basis.contains("without OS facts"));
@@ -889,14 +854,16 @@ mod tests {
             "{}",
             amx.path.verified_basis
         );
-        // No AMX (CPUID says so, OS facts unknown): tinygemm, on the study's assumption.
+        // No AMX (CPUID says so, OS facts unknown): W4A16, whose stock-vLLM kernel the
+        // study never measured.
         let zen = decide(&x86(&[], Some(feature(false, None))), Priority::Speed, &c);
         assert_eq!(
             (zen.path.name.as_str(), zen.path.verified),
-            ("w4a16-tinygemm", Verified::Inferred)
+            ("w4a16", Verified::Inferred)
         );
-        assert!(zen.path.verified_basis.contains("no AMX means tinygemm"));
-        // AMX usable, fidelity first: tinygemm as measured on the AMX Xeon.
+        assert!(zen.path.verified_basis.contains("cpu_gemm_wna16"));
+        // AMX usable, fidelity first: W4A16 too, still inferred (the study measured the
+        // fork's tinygemm, not stock vLLM's kernel).
         let fid = decide(
             &x86(&AMX_FLAGS, Some(feature(true, Some(true)))),
             Priority::Fidelity,
@@ -904,7 +871,7 @@ mod tests {
         );
         assert_eq!(
             (fid.path.name.as_str(), fid.path.verified),
-            ("w4a16-tinygemm", Verified::Measured)
+            ("w4a16", Verified::Inferred)
         );
     }
 

@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::catalog::{DType, KernelFamily, LmHead};
 use super::memory::MemoryFit;
 use crate::profile::HardwareClass;
 
@@ -24,10 +25,18 @@ pub struct Plan {
     pub hardware_class: HardwareClass,
     pub priority: Priority,
     pub path: PlannedPath,
-    /// What goes into vLLM's `LLM(...)`: `{}` or `{"quantization": ...}`.
+    /// What goes into the engine's constructor (vLLM's `LLM(...)`), as the engine
+    /// rendering gives it: the same list as `engine.flags`. `{}` before rendering.
     pub engine_kwargs: serde_json::Map<String, serde_json::Value>,
     /// Threads the engine should use (the profile's usable threads), when known.
     pub threads: Option<u32>,
+    /// What the plan decides, whatever the engine: weights, activations, kernel family,
+    /// threads and CPUs, KV budget, context and sequences.
+    pub deploy: Deployment,
+    /// The deployment in one engine's dialect (flags, env, serve command), with the
+    /// engine versions it was checked against; absent until rendered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineRendering>,
     /// The rule trace: each step with the profile facts it used.
     pub explain: Vec<Step>,
     /// The paths that lost, each with the reason.
@@ -156,9 +165,105 @@ pub struct Fact {
     pub source: String,
 }
 
+impl Fact {
+    pub fn new(field: &str, value: serde_json::Value, source: String) -> Fact {
+        Fact {
+            field: field.into(),
+            value,
+            source,
+        }
+    }
+}
+
 /// A path that was not chosen, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Alternative {
     pub path: String,
     pub reason: String,
+}
+
+/// Where the model runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    Cpu,
+    Gpu,
+    Npu,
+}
+
+/// The engine-neutral deployment: what any engine is asked to run. Engines render it
+/// (src/engine/); nothing here names an engine's flag or variable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Deployment {
+    pub target: Target,
+    /// The kernel family the path expects the engine to run.
+    pub kernel: KernelFamily,
+    pub weights: WeightFormat,
+    /// The activation dtype the kernel computes with.
+    pub activations: DType,
+    /// The threads to run (usable threads of the profile), when known.
+    pub threads: Option<u32>,
+    /// The CPUs those threads run on, as a kernel cpulist (`0-3,6`), when known: the
+    /// first `threads` of the usable CPU set (cgroup cpuset and affinity).
+    pub cpus: Option<String>,
+    /// Bytes the engine may give its KV cache, when a budget is known.
+    pub kv_cache_bytes: Option<u64>,
+    /// Where `kv_cache_bytes` comes from.
+    pub kv_cache_source: String,
+    /// The context each sequence may hold (`--model` fits set it).
+    pub max_context: Option<u64>,
+    /// The sequences served at once (`--model` fits set it).
+    pub max_sequences: Option<u64>,
+    /// Tokens per scheduler step the memory fit assumed.
+    pub max_batched_tokens: Option<u64>,
+    /// The share of a GPU's memory the engine may take (GPU plans with a fit).
+    pub gpu_memory_fraction: Option<f64>,
+    /// True when `max_context` is past the model's own limit (the engine must be told).
+    pub beyond_context_limit: bool,
+}
+
+/// The checkpoint the path builds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct WeightFormat {
+    /// The quantization format (`gptq`), or `null` for the model's own 16-bit weights.
+    pub format: Option<String>,
+    pub bits: u32,
+    pub group_size: Option<u32>,
+    /// Symmetric grid (no zero points), for a quantized checkpoint.
+    pub symmetric: Option<bool>,
+    /// Act-order (GPTQ `desc_act`): always false, the CPU W4A8 gate needs it off.
+    pub act_order: bool,
+    pub lm_head: LmHead,
+    /// The dtype of what stays 16-bit (embedding, norms; all weights of a dense path).
+    pub dtype: DType,
+}
+
+/// A deployment in one engine's dialect. Strings at the edge: every flag, variable and
+/// command word here is checked against the engine versions in `checked_against`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EngineRendering {
+    /// The engine (`vllm`).
+    pub name: String,
+    /// The engine releases whose parser, registry and config accepted this rendering.
+    pub checked_against: Vec<String>,
+    /// Whether the path runs in this engine at all; when not, everything below is empty.
+    pub runs: bool,
+    /// The package to install to serve (a pip requirement), when it runs.
+    pub package: Option<String>,
+    /// The serve command before the model argument (`python3 -m ... serve`).
+    pub command: Vec<String>,
+    /// The command-line flags, one token per element, from the same list as
+    /// `engine_kwargs`.
+    pub flags: Vec<String>,
+    /// Environment variables the engine reads, in order.
+    pub env: Vec<EnvVar>,
+    /// What the rendering chose and why, one sentence each.
+    pub notes: Vec<String>,
+}
+
+/// One environment variable of a rendering.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EnvVar {
+    pub name: String,
+    pub value: String,
 }

@@ -19,7 +19,6 @@ use crate::probe::sysroot::SysRoot;
 use crate::profile::CpuLists;
 
 /// A cpulist never names more CPUs than this (the kernel's NR_CPUS is at most 8192).
-const MAX_CPUS: u32 = 1 << 16;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Cpus {
@@ -30,46 +29,7 @@ pub struct Cpus {
     pub sources: BTreeMap<String, String>,
 }
 
-/// A kernel cpulist (`0-3,8,10-11`) as a set; `None` when malformed or empty.
-pub fn parse_cpulist(text: &str) -> Option<BTreeSet<u32>> {
-    let mut set = BTreeSet::new();
-    for part in text.trim().split(',').filter(|p| !p.trim().is_empty()) {
-        let (lo, hi) = match part.split_once('-') {
-            Some((lo, hi)) => (
-                lo.trim().parse::<u32>().ok()?,
-                hi.trim().parse::<u32>().ok()?,
-            ),
-            None => {
-                let n = part.trim().parse::<u32>().ok()?;
-                (n, n)
-            }
-        };
-        if hi < lo || hi >= MAX_CPUS {
-            return None;
-        }
-        set.extend(lo..=hi);
-    }
-    (!set.is_empty()).then_some(set)
-}
-
-/// A set back in kernel cpulist form.
-pub fn format_cpulist(set: &BTreeSet<u32>) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut iter = set.iter().copied().peekable();
-    while let Some(start) = iter.next() {
-        let mut end = start;
-        while iter.peek() == Some(&(end + 1)) {
-            end += 1;
-            iter.next();
-        }
-        out.push(if end == start {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-    }
-    out.join(",")
-}
+pub use crate::profile::{format_cpulist, parse_cpulist};
 
 fn count(set: &BTreeSet<u32>) -> u32 {
     u32::try_from(set.len()).unwrap_or(u32::MAX)

