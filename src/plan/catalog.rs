@@ -416,7 +416,8 @@ fn check_quantization(name: &str, quantization: Option<&Spanned<String>>) -> Res
         return Ok(());
     };
     let v = q.get_ref();
-    if v.is_empty()
+    // Engines get it as a flag's value: it must not read as a flag itself.
+    if !v.starts_with(|c: char| c.is_ascii_alphanumeric())
         || !v
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
@@ -619,6 +620,22 @@ mod tests {
         assert!(err_of("schema_version = 1\n[[path]\n").contains("c.toml:2"));
         assert!(err_of("schema_version = 2\n").contains("schema_version 2"));
         assert!(err_of("").contains("schema_version"));
+    }
+
+    #[test]
+    fn a_quantization_that_reads_as_a_flag_or_an_alias_taken_twice_is_refused() {
+        let flag = BUILTIN.replacen(
+            "quantization = \"gptq\"",
+            "quantization = \"--trust-remote-code\"",
+            1,
+        );
+        assert!(err_of(&flag).contains("not a quantization format name"));
+        let alias = BUILTIN.replacen("aliases = [\"w4a16-tinygemm\"]", "aliases = [\"bf16\"]", 1);
+        assert!(
+            err_of(&alias).contains("alias `bf16`"),
+            "{}",
+            err_of(&alias)
+        );
     }
 
     #[test]

