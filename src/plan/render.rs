@@ -112,7 +112,9 @@ pub fn args(out: &mut dyn Write, plan: &Plan) -> anyhow::Result<()> {
 
 /// Quotes a value for a POSIX shell: bare when it is a plain token, else single quotes.
 pub fn shell_quote(value: &str) -> String {
+    // A leading `=` or `~` is expanded by zsh (`=cmd`, `~user`) even in an assignment.
     let plain = !value.is_empty()
+        && !value.starts_with(['=', '~'])
         && value
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "_-./:,+=@%".contains(c));
@@ -551,6 +553,8 @@ mod tests {
         assert_eq!(shell_quote("box 1"), "'box 1'");
         assert_eq!(shell_quote("it's"), "'it'\\''s'");
         assert_eq!(shell_quote("$(rm -rf /)"), "'$(rm -rf /)'");
+        assert_eq!(shell_quote("=ls"), "'=ls'", "zsh expands a leading =");
+        assert_eq!(shell_quote("a=b"), "a=b");
     }
 
     /// A rendering made by hand: render prints what the engine gave, verbatim.
