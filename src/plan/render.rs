@@ -34,13 +34,7 @@ pub fn engine_flags(plan: &Plan) -> String {
 pub fn engine_env(plan: &Plan) -> String {
     plan.engine
         .as_ref()
-        .map(|e| {
-            e.env
-                .iter()
-                .map(|v| format!("{}={}", v.name, v.value))
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
+        .map(|e| e.env_words())
         .unwrap_or_default()
 }
 

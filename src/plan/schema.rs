@@ -261,6 +261,18 @@ pub struct EngineRendering {
     pub notes: Vec<String>,
 }
 
+impl EngineRendering {
+    /// The environment as `NAME=value` words, for `env` on a command line (values are
+    /// plain tokens by construction).
+    pub fn env_words(&self) -> String {
+        self.env
+            .iter()
+            .map(|v| format!("{}={}", v.name, v.value))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
 /// One environment variable of a rendering.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EnvVar {
