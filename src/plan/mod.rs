@@ -24,12 +24,13 @@ pub mod memory;
 mod odd_inputs;
 pub mod render;
 pub mod rules;
+mod rules_llama_cpp;
 pub mod schema;
 
 use std::path::Path;
 
-pub use catalog::Catalog;
-pub use rules::decide;
+pub use catalog::{Catalog, Engine};
+pub use rules::{decide, decide_for};
 pub use schema::{Plan, Priority};
 
 use input::Loaded;
@@ -42,9 +43,9 @@ pub fn load_catalog(path: Option<&Path>) -> anyhow::Result<Catalog> {
     }
 }
 
-/// Plans one loaded profile, naming the device by its label.
-pub fn plan_one(one: &Loaded, priority: Priority, catalog: &Catalog) -> Plan {
-    let mut plan = decide(&one.profile, priority, catalog);
+/// Plans one loaded profile for `engine`, naming the device by its label.
+pub fn plan_one(one: &Loaded, priority: Priority, catalog: &Catalog, engine: Engine) -> Plan {
+    let mut plan = decide_for(&one.profile, priority, catalog, engine);
     plan.device = Some(one.label.clone());
     measured::attach(&one.profile, &mut plan, catalog);
     plan

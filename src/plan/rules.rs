@@ -24,15 +24,28 @@
 
 use serde_json::json;
 
-use super::catalog::{Catalog, PathId};
+use super::catalog::{Catalog, Engine, PathId};
 use super::deploy::deployment;
+use super::rules_llama_cpp;
 use super::schema::{
     Alternative, Fact, PLAN_SCHEMA_VERSION, Plan, PlannedPath, Priority, Step, Verified,
 };
 use crate::profile::{Feature, HardwareClass, Profile};
 
-/// Chooses the weight path for `profile` at `priority`, with the trace that led there.
+/// Chooses the weight path for `profile` at `priority` for vLLM, with the trace that
+/// led there.
 pub fn decide(profile: &Profile, priority: impl Into<Priority>, catalog: &Catalog) -> Plan {
+    decide_for(profile, priority, catalog, Engine::Vllm)
+}
+
+/// Chooses the weight path for `profile` at `priority` for `engine`. A llama.cpp plan
+/// needs a catalog with llama.cpp's paths ([`Catalog::require`]).
+pub fn decide_for(
+    profile: &Profile,
+    priority: impl Into<Priority>,
+    catalog: &Catalog,
+    engine: Engine,
+) -> Plan {
     let priority = priority.into();
     let origin = origin_of(profile);
     let class = profile.hardware_class;
@@ -49,16 +62,21 @@ pub fn decide(profile: &Profile, priority: impl Into<Priority>, catalog: &Catalo
         ],
     }];
     let mut lost: Lost = Vec::new();
-
-    let route = npu_route(profile, &origin, &mut trace);
-    let route = gpu_route(profile, route, &origin, &mut trace);
-    let chosen = match route {
-        HardwareClass::NpuPhone => choose_npu(profile, &origin, &mut trace, &mut lost),
-        HardwareClass::CudaDiscrete | HardwareClass::Jetson => {
-            choose_gpu(profile, &origin, &mut trace, &mut lost)
+    let (route, chosen) = match engine {
+        Engine::Vllm => choose_for_vllm(profile, priority, &origin, &mut trace, &mut lost),
+        Engine::LlamaCpp => {
+            let route = rules_llama_cpp::route(profile, &origin, &mut trace);
+            let gpu_bf16 = matches!(route, HardwareClass::CudaDiscrete | HardwareClass::Jetson)
+                .then(|| {
+                    let (bf16, step) = gpu_bf16(profile, &origin);
+                    trace.push(step);
+                    bf16
+                });
+            let chosen = rules_llama_cpp::choose(
+                profile, priority, route, gpu_bf16, &origin, &mut trace, &mut lost,
+            );
+            (route, chosen)
         }
-        HardwareClass::Arm64Cpu => choose_arm(profile, &origin, &mut trace, &mut lost),
-        HardwareClass::X86Cpu => choose_x86(profile, priority, &origin, &mut trace, &mut lost),
     };
 
     let spec = catalog.path(chosen);
@@ -114,6 +132,28 @@ pub fn decide(profile: &Profile, priority: impl Into<Priority>, catalog: &Catalo
 
 /// Paths that lost, each with the reason.
 type Lost = Vec<(PathId, String)>;
+
+/// vLLM's route and path: the NPU export, a GPU's 16-bit weights, or a CPU's 4-bit
+/// (or bf16) build.
+fn choose_for_vllm(
+    profile: &Profile,
+    priority: Priority,
+    origin: &str,
+    trace: &mut Vec<Step>,
+    lost: &mut Lost,
+) -> (HardwareClass, PathId) {
+    let route = npu_route(profile, origin, trace);
+    let route = gpu_route(profile, route, origin, trace);
+    let chosen = match route {
+        HardwareClass::NpuPhone => choose_npu(profile, origin, trace, lost),
+        HardwareClass::CudaDiscrete | HardwareClass::Jetson => {
+            choose_gpu(profile, origin, trace, lost)
+        }
+        HardwareClass::Arm64Cpu => choose_arm(profile, origin, trace, lost),
+        HardwareClass::X86Cpu => choose_x86(profile, priority, origin, trace, lost),
+    };
+    (route, chosen)
+}
 
 /// The class the rules route on: an NPU phone whose HTP architecture is not known for
 /// sure is planned on its Arm CPU, because a context binary built for the wrong HTP
@@ -359,15 +399,7 @@ fn fact(field: &str, value: serde_json::Value, source: String) -> Fact {
 }
 
 fn priority_step(priority: Priority, outcome: &str) -> Step {
-    Step {
-        rule: "priority".into(),
-        outcome: outcome.into(),
-        facts: vec![fact(
-            "priority",
-            json!(priority.as_str()),
-            "--priority (default speed)".into(),
-        )],
-    }
+    Step::priority(priority, outcome)
 }
 
 /// How the profile was made, for fact sources.
@@ -492,7 +524,7 @@ fn verification(
     let amx_reported = feature.is_some_and(|f| f.cpu)
         || profile.cpu.has_flag("amx_int8")
         || profile.cpu.has_flag("amx_tile");
-    if x86 && !os_known && amx_reported {
+    if x86 && !os_known && amx_reported && chosen.engine() == Engine::Vllm {
         return (Verified::FlagsOnly, "the AMX decision rests on the /proc/cpuinfo flags amx_tile + amx_int8 without OS facts (XCR0, tile permission): probe the live host to settle it".into());
     }
     if chosen == PathId::W4a16 {

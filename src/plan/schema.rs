@@ -155,6 +155,21 @@ pub struct Step {
     pub facts: Vec<Fact>,
 }
 
+impl Step {
+    /// The step that records the priority and what it decided.
+    pub fn priority(priority: Priority, outcome: &str) -> Step {
+        Step {
+            rule: "priority".into(),
+            outcome: outcome.into(),
+            facts: vec![Fact::new(
+                "priority",
+                serde_json::json!(priority.as_str()),
+                "--priority (default speed)".into(),
+            )],
+        }
+    }
+}
+
 /// One profile fact, with where it came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Fact {
@@ -218,6 +233,10 @@ pub struct Deployment {
     pub max_batched_tokens: Option<u64>,
     /// The share of a GPU's memory the engine may take (GPU plans with a fit).
     pub gpu_memory_fraction: Option<f64>,
+    /// Decoder layers offloaded to the GPU when not all of them fit there (llama.cpp
+    /// GPU plans with a fit); `null` = all of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_layers: Option<u64>,
     /// True when `max_context` is past the model's own limit (the engine must be told).
     pub beyond_context_limit: bool,
 }
@@ -225,8 +244,12 @@ pub struct Deployment {
 /// The checkpoint the path builds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WeightFormat {
-    /// The quantization format (`gptq`), or `null` for the model's own 16-bit weights.
+    /// The quantization format (`gptq`; `gguf` for a llama.cpp file), or `null` for
+    /// the model's own 16-bit weights in their checkpoint.
     pub format: Option<String>,
+    /// For a GGUF file: its type as llama.cpp's tools name it (`Q4_0`, `Q4_K_M`, `BF16`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gguf_type: Option<String>,
     pub bits: u32,
     pub group_size: Option<u32>,
     /// Symmetric grid (no zero points), for a quantized checkpoint.
