@@ -237,7 +237,12 @@ fn attach_fit(
     spec: &crate::plan::catalog::PathSpec,
     fit: &memory::FitRequest,
 ) -> bool {
-    let memory = memory::fit(&one.profile, spec, fit);
+    let memory = match spec.engine {
+        crate::plan::Engine::LlamaCpp => {
+            crate::plan::memory_llama_cpp::fit(&one.profile, spec, fit)
+        }
+        crate::plan::Engine::Vllm => memory::fit(&one.profile, spec, fit),
+    };
     // The fitted context, sequences and KV size join the deployment the engine renders.
     crate::plan::deploy::apply_fit(&memory, &mut plan.deploy);
     if memory.beyond_context_limit {

@@ -1,7 +1,277 @@
-//! `plan --engine llama.cpp --format script` (placeholder while being written).
+//! `plan --engine llama.cpp --format script`: a self-contained bash script that
+//! converts a Hugging Face checkpoint to GGUF with the pinned llama.cpp's converter,
+//! quantizes it with its `llama-quantize` (4-bit paths), and serves the file with
+//! `llama-server` and the rendering's flags.
+//!
+//! The pinned llama.cpp is the tree vendored in the PyPI sdist of llama-cpp-python
+//! 0.3.36 (ggml-org/llama.cpp@0c1e57098, build 11312): with `EDGEPLAN_INSTALL=1` the
+//! script fetches that sdist with `pip download` (its sha256 checked), builds
+//! llama-server and llama-quantize for this CPU (`GGML_NATIVE`; with CUDA for a GPU
+//! plan) and creates the converter's environment from the pinned list
+//! (scripts/engines/convert.lock, the one CI installs from). The converter runs through
+//! scripts/engines/llama_convert.py (embedded), which is the converter itself plus one
+//! option: `EDGEPLAN_GGUF_PRE_TOKENIZER` names the BPE pre-tokenizer of a tokenizer the
+//! converter does not recognise. Nothing is left in OUT_DIR on failure: the files are
+//! written to a private temporary directory beside it and moved in at the end.
+
+use std::fmt::Write as _;
+
+use super::llama_cpp;
+use super::vllm_script::PY_DELIMITER;
 use crate::plan::Plan;
+use crate::plan::schema::{EngineRendering, Target};
 use crate::profile::Profile;
 
-pub fn script(_plan: &Plan, _profile: &Profile) -> anyhow::Result<String> {
-    anyhow::bail!("not yet")
+/// The sdist that carries the pinned llama.cpp tree, and its sha256 (as
+/// scripts/engines/llama_install.sh pins them).
+pub const SDIST_VERSION: &str = "0.3.36";
+pub const SDIST_SHA256: &str = "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e";
+/// The upstream commit and build number of the vendored tree.
+pub const LLAMA_COMMIT: &str = "0c1e57098";
+pub const LLAMA_BUILD: &str = "11312";
+/// The build tools, from PyPI (scikit-build-core: the sdist's backend, which
+/// `pip download` needs to read its metadata).
+pub const TOOLS_PINS: &str =
+    "cmake==4.4.5 ninja==1.13.2 scikit-build-core==1.1.2 pathspec==1.1.1 packaging==26.4";
+
+/// The converter environment's lock (CI installs from the same file).
+const CONVERT_LOCK: &str = include_str!("../../scripts/engines/convert.lock");
+/// The converter wrapper (CI runs the same file).
+const CONVERT_PY: &str = include_str!("../../scripts/engines/llama_convert.py");
+
+/// Where the script looks for the tree and the converter environment, under `$HOME`.
+const TREE_DEFAULT: &str = ".cache/edgeplan/llama.cpp-b11312";
+const CONVERT_VENV_DEFAULT: &str = ".cache/edgeplan/venv-convert-llama.cpp-b11312";
+
+/// The script for `plan` (rendered for llama.cpp) on the device of `profile`.
+pub fn script(plan: &Plan, _profile: &Profile) -> anyhow::Result<String> {
+    let rendering = llama_cpp::render(plan);
+    let d = &plan.deploy;
+    let Some(gguf_type) = d.weights.gguf_type.as_deref().filter(|_| rendering.runs) else {
+        return Err(crate::error::data_error(format!(
+            "path `{}`: not a llama.cpp path (no GGUF type): plan with --engine llama.cpp",
+            plan.path.name
+        )));
+    };
+    let device: String = plan
+        .device
+        .as_deref()
+        .unwrap_or("this device")
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let mut s = String::new();
+    writeln!(s, "#!/usr/bin/env bash")?;
+    writeln!(
+        s,
+        "# Written by `edgeplan plan --engine llama.cpp --format script` ({} {}) for {device}:",
+        env!("CARGO_PKG_NAME"),
+        env!("CARGO_PKG_VERSION")
+    )?;
+    writeln!(
+        s,
+        "# path {}, priority {}, class {}; engine {} (checked against {}).",
+        plan.path.name,
+        plan.priority.as_str(),
+        plan.hardware_class,
+        rendering.name,
+        rendering.checked_against.join(", ")
+    )?;
+    header(&mut s, &rendering, gguf_type, d.target == Target::Gpu)?;
+    functions(&mut s, d.target == Target::Gpu)?;
+    body(&mut s, &rendering, gguf_type)?;
+    Ok(s)
+}
+
+/// The converter's `--outtype` for the intermediate (or final) 16-bit file.
+fn outtype(gguf_type: &str) -> &'static str {
+    match gguf_type {
+        "F16" => "f16",
+        _ => "bf16",
+    }
+}
+
+fn quantized(gguf_type: &str) -> bool {
+    !matches!(gguf_type, "BF16" | "F16")
+}
+
+/// Comment header: what the script does, usage, environment, prerequisites.
+fn header(
+    s: &mut String,
+    rendering: &EngineRendering,
+    gguf_type: &str,
+    gpu: bool,
+) -> std::fmt::Result {
+    let steps = if quantized(gguf_type) {
+        format!(
+            "converts it to GGUF ({}) with llama.cpp's converter, quantizes that to\n# {gguf_type} with llama-quantize",
+            outtype(gguf_type)
+        )
+    } else {
+        format!(
+            "converts it to a {gguf_type} GGUF file with llama.cpp's converter"
+        )
+    };
+    let (cuda_note, prereq) = if gpu {
+        (
+            " with CUDA (-DGGML_CUDA=ON)",
+            "bash, python3 (3.11 to 3.14) with venv; for EDGEPLAN_INSTALL=1 a C/C++\n# compiler, tar, sha256sum and the CUDA toolkit (nvcc) with an NVIDIA driver",
+        )
+    } else {
+        (
+            "",
+            "bash, python3 (3.11 to 3.14) with venv; for EDGEPLAN_INSTALL=1 a C/C++\n# compiler (cc, c++), tar and sha256sum",
+        )
+    };
+    write!(
+        s,
+        r#"#
+# Takes a local Hugging Face checkpoint, {steps},
+# then serves the file:
+#   {command} OUT_DIR/model-{gguf_type}.gguf {flags}
+#
+# Usage: build.sh [MODEL_DIR [OUT_DIR]]
+#   MODEL_DIR  a local Hugging Face model directory (config.json, safetensors, tokenizer);
+#              default $EDGEPLAN_MODEL
+#   OUT_DIR    where model-{gguf_type}.gguf goes; default $EDGEPLAN_OUT, else ./model-gguf
+# Environment:
+#   EDGEPLAN_LLAMA_CPP     a llama.cpp tree of the pinned release with build/bin/llama-server
+#                          and build/bin/llama-quantize built; default
+#                          ~/{TREE_DEFAULT}
+#   EDGEPLAN_CONVERT_VENV  the converter's Python environment; default
+#                          ~/{CONVERT_VENV_DEFAULT}
+#   EDGEPLAN_INSTALL=1     create what is missing: the tree from the sdist of
+#                          llama-cpp-python=={SDIST_VERSION} (pip download, sha256 checked; it vendors
+#                          llama.cpp {LLAMA_COMMIT}, build {LLAMA_BUILD}), compiled for this machine{cuda_note};
+#                          the environment from the pinned list below
+#   EDGEPLAN_GGUF_PRE_TOKENIZER  the BPE pre-tokenizer name (e.g. gpt-2) to record when the
+#                          converter does not recognise the model's tokenizer
+#   EDGEPLAN_NO_SERVE=1    build only
+#   EDGEPLAN_SERVE_ARGS    extra llama-server flags (--host, --port ...)
+#
+# Prerequisites: {prereq};
+# about 6 GB of disk for the converter's environment (PyPI's torch).
+"#,
+        command = rendering.command.join(" "),
+        flags = rendering.flags.join(" "),
+    )
+}
+
+/// The shell functions: failure, checks, and the two installers.
+fn functions(s: &mut String, gpu: bool) -> std::fmt::Result {
+    let cuda = if gpu { " -DGGML_CUDA=ON" } else { "" };
+    let lock: String = CONVERT_LOCK
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    write!(
+        s,
+        r#"set -euo pipefail
+fail() {{ echo "${{0##*/}}: $*" >&2; exit 1; }}
+need_cmd() {{ command -v "$1" >/dev/null 2>&1 || fail "needs \`$1\` on PATH ($2)"; }}
+# Builds llama-server and llama-quantize of the pinned llama.cpp into the tree $1.
+build_llama_cpp() {{
+    local dest=$1 work src sdist=llama_cpp_python-{SDIST_VERSION}.tar.gz
+    for c in cc c++ tar sha256sum; do need_cmd "$c" "to build llama.cpp"; done
+    work=$(mktemp -d)
+    python3 -m venv "$work/tools" && "$work/tools/bin/pip" install {TOOLS_PINS} || fail "could not install the build tools"
+    PATH="$work/tools/bin:$PATH" "$work/tools/bin/pip" download --no-deps --no-binary :all: --no-build-isolation llama-cpp-python=={SDIST_VERSION} -d "$work" || fail "could not download llama-cpp-python=={SDIST_VERSION}"
+    echo "{SDIST_SHA256}  $work/$sdist" | sha256sum -c --quiet || fail "$sdist: sha256 mismatch"
+    tar -xzf "$work/$sdist" -C "$work" "llama_cpp_python-{SDIST_VERSION}/vendor/llama.cpp"
+    src="$work/llama_cpp_python-{SDIST_VERSION}/vendor/llama.cpp"
+    rm -f "$src/.git"
+    PATH="$work/tools/bin:$PATH" cmake -S "$src" -B "$src/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON{cuda} -DBUILD_SHARED_LIBS=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_COMMIT={LLAMA_COMMIT} -DLLAMA_BUILD_NUMBER={LLAMA_BUILD} || fail "cmake configure failed"
+    PATH="$work/tools/bin:$PATH" cmake --build "$src/build" -j "$(nproc)" --target llama-server llama-quantize || fail "the llama.cpp build failed"
+    mkdir -p "$(dirname "$dest")" && mv "$src" "$dest"
+    rm -rf "$work"
+}}
+# Creates the converter's environment $1 from the pinned list, with the tree's gguf-py.
+install_convert_env() {{
+    python3 -m venv "$1" && cat >"$1/edgeplan.lock" <<'EDGEPLAN_LOCK' && "$1/bin/pip" install --no-deps -r "$1/edgeplan.lock" && "$1/bin/pip" install --no-deps --no-build-isolation "$LLAMA_CPP/gguf-py"
+{lock}EDGEPLAN_LOCK
+}}
+"#
+    )
+}
+
+/// Arguments, checks, the conversion and quantization, then the serve line.
+fn body(s: &mut String, rendering: &EngineRendering, gguf_type: &str) -> std::fmt::Result {
+    let out_type = outtype(gguf_type);
+    let quantize = if quantized(gguf_type) {
+        format!(
+            r#""$LLAMA_CPP/build/bin/llama-quantize" "$WORK/model-{out_type}.gguf" "$WORK/model-{gguf_type}.gguf" {gguf_type} || fail "llama-quantize failed"
+rm -f "$WORK/model-{out_type}.gguf"
+"#
+        )
+    } else {
+        String::new()
+    };
+    write!(
+        s,
+        r#"MODEL_DIR=${{1:-${{EDGEPLAN_MODEL:-}}}}
+OUT_DIR=${{2:-${{EDGEPLAN_OUT:-./model-gguf}}}}
+LLAMA_CPP=${{EDGEPLAN_LLAMA_CPP:-$HOME/{TREE_DEFAULT}}}
+CONVERT_VENV=${{EDGEPLAN_CONVERT_VENV:-$HOME/{CONVERT_VENV_DEFAULT}}}
+[ -n "$MODEL_DIR" ] || {{ echo "usage: ${{0##*/}} MODEL_DIR [OUT_DIR] (or set EDGEPLAN_MODEL)" >&2; exit 2; }}
+[ -f "$MODEL_DIR/config.json" ] || fail "$MODEL_DIR: no config.json (a local Hugging Face model directory is needed)"
+need_cmd python3 "Python 3.11 to 3.14"
+if [ ! -x "$LLAMA_CPP/build/bin/llama-server" ] || [ ! -x "$LLAMA_CPP/build/bin/llama-quantize" ]; then
+    [ "${{EDGEPLAN_INSTALL:-0}}" = 1 ] || fail "no built llama.cpp at $LLAMA_CPP: set EDGEPLAN_INSTALL=1 to build the pinned one, or point EDGEPLAN_LLAMA_CPP at one"
+    [ ! -e "$LLAMA_CPP" ] || fail "$LLAMA_CPP exists but has no build/bin/llama-server and llama-quantize"
+    echo "${{0##*/}}: building llama.cpp into $LLAMA_CPP" >&2
+    build_llama_cpp "$LLAMA_CPP"
+fi
+[ -f "$LLAMA_CPP/convert_hf_to_gguf.py" ] || fail "$LLAMA_CPP: no convert_hf_to_gguf.py (not a llama.cpp tree)"
+if [ ! -x "$CONVERT_VENV/bin/python" ]; then
+    [ "${{EDGEPLAN_INSTALL:-0}}" = 1 ] || fail "no converter environment at $CONVERT_VENV: set EDGEPLAN_INSTALL=1 to create it with the pinned versions, or point EDGEPLAN_CONVERT_VENV at one"
+    echo "${{0##*/}}: creating $CONVERT_VENV" >&2
+    install_convert_env "$CONVERT_VENV" || fail "could not create $CONVERT_VENV (see pip's output above)"
+fi
+"$CONVERT_VENV/bin/python" -c 'import torch, transformers, gguf' || fail "$CONVERT_VENV lacks torch, transformers or gguf"
+mkdir -p "$OUT_DIR"
+WORK=$(mktemp -d "$OUT_DIR/.edgeplan-build.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+PRE=()
+[ -z "${{EDGEPLAN_GGUF_PRE_TOKENIZER:-}}" ] || PRE=(--pre-tokenizer "$EDGEPLAN_GGUF_PRE_TOKENIZER")
+cat >"$WORK/llama_convert.py" <<'{PY_DELIMITER}'
+{CONVERT_PY}{PY_DELIMITER}
+"$CONVERT_VENV/bin/python" "$WORK/llama_convert.py" --llama-cpp "$LLAMA_CPP" "${{PRE[@]}}" "$MODEL_DIR" --outtype {out_type} --outfile "$WORK/model-{out_type}.gguf" || fail "the GGUF conversion failed"
+{quantize}mv "$WORK/model-{gguf_type}.gguf" "$OUT_DIR/model-{gguf_type}.gguf"
+echo "${{0##*/}}: wrote $OUT_DIR/model-{gguf_type}.gguf" >&2
+[ "${{EDGEPLAN_NO_SERVE:-0}}" = 1 ] && exit 0
+rm -rf "$WORK"
+trap - EXIT
+# shellcheck disable=SC2086 # EDGEPLAN_SERVE_ARGS is split into flags on purpose
+exec "$LLAMA_CPP/build/bin/{bin}" {rest} "$OUT_DIR/model-{gguf_type}.gguf" {flags} ${{EDGEPLAN_SERVE_ARGS:-}}
+"#,
+        bin = rendering.command.first().map_or("llama-server", String::as_str),
+        rest = rendering.command.get(1..).unwrap_or_default().join(" "),
+        flags = rendering.flags.join(" "),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pins here and in the CI installer are one set.
+    #[test]
+    fn pins_match_the_ci_installer() {
+        let ci = include_str!("../../scripts/engines/llama_install.sh");
+        for (name, value) in [
+            ("SDIST_SHA256", SDIST_SHA256),
+            ("LCP_VERSION", SDIST_VERSION),
+            ("LLAMA_COMMIT", LLAMA_COMMIT),
+            ("LLAMA_BUILD", LLAMA_BUILD),
+        ] {
+            assert!(
+                ci.lines().any(|l| l.starts_with(&format!("{name}={value}"))),
+                "{name}={value} not in llama_install.sh"
+            );
+        }
+        assert!(ci.contains(&format!("TOOLS_PINS=\"{TOOLS_PINS}\"")));
+    }
 }

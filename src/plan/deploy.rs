@@ -151,6 +151,14 @@ pub fn apply_fit(fit: &MemoryFit, deploy: &mut Deployment) {
     if let Some(e) = &fit.engine {
         deploy.max_batched_tokens = Some(e.max_num_batched_tokens);
     }
+    if let Some(l) = &fit.llama_cpp {
+        // llama.cpp serves the asked sequences in as many slots; its KV is sized by
+        // the context, so nothing else is stated.
+        deploy.max_sequences = Some(fit.concurrency.max(1));
+        deploy.gpu_layers = l.gpu_layers.filter(|_| deploy.target == Target::Gpu);
+        deploy.max_batched_tokens = None;
+        return;
+    }
     if let Some(most) = fit.max_concurrency.filter(|m| *m >= 1) {
         deploy.max_sequences = Some(most.min(memory::MAX_NUM_SEQS_CAP));
     }

@@ -229,7 +229,34 @@ pub struct MemoryFit {
     /// For CPU paths that run in an engine: the KV bytes stated to it, whole GiB of
     /// the budget left after weights and headroom; `null` under 1 GiB.
     pub cpu_kv_cache_bytes: Option<u64>,
+    /// llama.cpp's own allocation, on a llama.cpp path (memory_llama_cpp.rs); `fits`
+    /// and the limits are then decided on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llama_cpp: Option<LlamaCppMemory>,
     pub notes: Vec<String>,
+}
+
+/// What llama.cpp allocates for a GGUF file: the plan JSON's `memory.llama_cpp`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LlamaCppMemory {
+    /// The file's type (`Q4_0`).
+    pub file_type: String,
+    /// The ggml type llama-quantize gives the output head (or the tied embedding).
+    pub head_type: String,
+    /// The bytes of the GGUF file's tensors.
+    pub file_bytes: u64,
+    /// A tied embedding's second copy for the head (0 when it is shared).
+    pub duplicated_head_bytes: u64,
+    /// KV cells per stream, and streams (`--parallel`).
+    pub kv_cells_per_stream: u64,
+    pub kv_streams: u64,
+    /// The KV cache (f16 K and V).
+    pub kv_bytes: u64,
+    /// The compute buffer estimate, and what it rests on.
+    pub compute_bytes: u64,
+    pub compute_source: String,
+    /// On a GPU: decoder layers offloaded (all of them when everything fits).
+    pub gpu_layers: Option<u64>,
 }
 
 /// Bytes for `params` weights at `bits` each, rounded up.
@@ -535,7 +562,7 @@ pub fn fit(profile: &Profile, path: &PathSpec, request: &FitRequest) -> MemoryFi
         .zip(space)
         .map(|(w, s)| w && need(context, seqs) <= s);
     let context_limit = model.context_limit.as_ref().map(|l| l.tokens);
-    let (max_context, max_concurrency) = limits(request, weights_fit, space, need);
+    let (max_context, max_concurrency) = limits(request, weights_fit, space, &need);
     let beyond_context_limit = context_limit.is_some_and(|l| context > l);
 
     let mut fit = MemoryFit {
@@ -563,10 +590,66 @@ pub fn fit(profile: &Profile, path: &PathSpec, request: &FitRequest) -> MemoryFi
         max_context,
         max_concurrency,
         cpu_kv_cache_bytes,
+        llama_cpp: None,
         notes: Vec::new(),
     };
     fit.notes = fit_notes(profile, path, model, &fit);
     fit
+}
+
+/// A fit from an engine's own figures (llama.cpp's): `weights_bytes` resident,
+/// `fixed_bytes` more whatever the context (a compute buffer), and `kv_need(context,
+/// sequences)` for the cache; `fits` and the limits are decided on them.
+pub(super) fn fit_from_parts(
+    profile: &Profile,
+    request: &FitRequest,
+    weights: WeightBytes,
+    weights_bytes: u64,
+    fixed_bytes: u64,
+    kv_need: &dyn Fn(u64, u64) -> u64,
+) -> MemoryFit {
+    let model = &request.model;
+    let (context, seqs, dtype) = (request.context, request.concurrency, request.kv_dtype);
+    let parts = kv_parts(model, context, seqs, dtype);
+    let kv_flat_bytes = flat_kv_bytes(model, context, seqs, dtype);
+    let kv_bytes = kv_need(context, seqs);
+    let room = room(profile, request.headroom, weights_bytes.saturating_add(fixed_bytes));
+    let weights_fit = room
+        .usable
+        .map(|u| weights_bytes.saturating_add(fixed_bytes) <= u);
+    let fits = weights_fit
+        .zip(room.kv_space)
+        .map(|(w, s)| w && kv_bytes <= s);
+    let (max_context, max_concurrency) = limits(request, weights_fit, room.kv_space, kv_need);
+    let context_limit = model.context_limit.as_ref().map(|l| l.tokens);
+    MemoryFit {
+        model: model.name.clone(),
+        context,
+        concurrency: seqs,
+        kv_dtype: dtype,
+        weights_bytes,
+        weights,
+        kv_bytes,
+        kv_flat_bytes,
+        kv_saved_bytes: kv_flat_bytes.saturating_sub(kv_bytes),
+        kv_by_layer_kind: parts,
+        kv_engine_bytes: None,
+        engine: None,
+        context_limit,
+        context_limit_source: model.context_limit.as_ref().map(|l| l.source.clone()),
+        beyond_context_limit: context_limit.is_some_and(|l| context > l),
+        active_params_per_token: model.moe.as_ref().map(|_| model.active_params_per_token()),
+        budget_bytes: room.budget_bytes,
+        budget_source: room.budget_source,
+        headroom: request.headroom,
+        headroom_bytes: room.headroom_bytes,
+        fits,
+        max_context,
+        max_concurrency,
+        cpu_kv_cache_bytes: None,
+        llama_cpp: None,
+        notes: model_notes(model, context),
+    }
 }
 
 /// The KV cache if every layer held the whole context ("flat"), for `seqs` sequences.
@@ -670,7 +753,7 @@ fn limits(
     request: &FitRequest,
     weights_fit: Option<bool>,
     space: Option<u64>,
-    need: impl Fn(u64, u64) -> u64,
+    need: &dyn Fn(u64, u64) -> u64,
 ) -> (Option<u64>, Option<u64>) {
     let (context, seqs) = (request.context, request.concurrency);
     let context_limit = request.model.context_limit.as_ref().map(|l| l.tokens);

@@ -1,0 +1,302 @@
+//! llama.cpp's memory fit: the bytes llama-server allocates for a GGUF file, as the
+//! llama.cpp tree vendored in llama-cpp-python 0.3.36 (ggml-org/llama.cpp@0c1e57098)
+//! lays them out. Pure: the caller gives the model, the path and the profile.
+//!
+//! - **Weights**, tensor by tensor, in the type llama-quantize gives each
+//!   (src/llama-quant.cpp `llama_tensor_get_type_impl`): the file type's default type;
+//!   the output head, or a tied embedding that doubles as it, in Q6_K (Q8_0 when its
+//!   rows are not a multiple of the type's block); in Q4_K_M, Q6_K for `attn_v` and
+//!   `ffn_down` in the layers `use_more_bits` picks; a type whose block does not divide
+//!   the row falls back (Q4_K to Q5_0, Q6_K to Q8_0, then F16); 1-D tensors (norms) stay
+//!   F32 (the converter writes them so, conversion/base.py). Bytes per block from
+//!   ggml-common.h. A tied embedding is held twice when the head's copy goes to another
+//!   buffer than the embedding's (a repacked or GPU buffer: src/llama-model-loader.cpp).
+//! - **KV cache**: `--ctx-size` padded to 256 cells, split into `--parallel` streams of
+//!   `ctx / parallel` cells each, padded to 256 (src/llama-context.cpp); per layer
+//!   K and V of `n_kv_heads x head_dim` f16 elements per cell (src/llama-kv-cache.cpp);
+//!   sliding-window layers hold `min(cells, window + ubatch)` padded to 256 per stream
+//!   (src/llama-kv-cache-iswa.cpp).
+//! - **Compute buffer**: an estimate (see [`compute_bytes`]).
+
+use super::catalog::PathSpec;
+use super::memory::{self, FitRequest, KvDtype, LlamaCppMemory, MemoryFit, WeightBytes};
+use crate::model::{LayerKind, ModelShape};
+use crate::profile::{Arch, HardwareClass, Profile};
+
+/// The micro-batch llama-server runs with (the plan states `--ubatch-size 512`).
+pub const UBATCH: u64 = 512;
+/// llama.cpp pads the context and each stream's cells to this (llama-context.cpp:290).
+const CELL_PAD: u64 = 256;
+
+/// A ggml tensor type, with its block geometry (ggml-common.h, ggml.c type_traits).
+// Named as ggml names them (GGML_TYPE_Q4_K), which the plan prints.
+#[allow(non_camel_case_types)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GgmlType {
+    F16,
+    BF16,
+    Q4_0,
+    Q5_0,
+    Q8_0,
+    Q4_K,
+    Q6_K,
+}
+
+impl GgmlType {
+    /// (elements per block, bytes per block).
+    fn block(self) -> (u64, u64) {
+        match self {
+            GgmlType::F16 | GgmlType::BF16 => (1, 2),
+            GgmlType::Q4_0 => (32, 18),
+            GgmlType::Q5_0 => (32, 22),
+            GgmlType::Q8_0 => (32, 34),
+            GgmlType::Q4_K => (256, 144),
+            GgmlType::Q6_K => (256, 210),
+        }
+    }
+
+    /// Bytes of a `cols` x `rows` tensor (`ggml_row_size` x rows).
+    fn bytes(self, cols: u64, rows: u64) -> u64 {
+        let (per, bytes) = self.block();
+        (cols / per).saturating_mul(bytes).saturating_mul(rows)
+    }
+
+    /// The type llama-quantize stores instead when `cols` is not a multiple of the
+    /// block (`tensor_type_fallback`, llama-quant.cpp:390-442).
+    fn fitted(self, cols: u64) -> GgmlType {
+        if cols % self.block().0 == 0 {
+            return self;
+        }
+        let fallback = match self {
+            GgmlType::Q4_K => GgmlType::Q5_0,
+            GgmlType::Q6_K => GgmlType::Q8_0,
+            other => other,
+        };
+        if cols % fallback.block().0 == 0 {
+            fallback
+        } else {
+            GgmlType::F16
+        }
+    }
+}
+
+/// The llama-quantize file types edgeplan plans.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileType {
+    Q4_0,
+    Q4KM,
+    BF16,
+    F16,
+}
+
+impl FileType {
+    /// From a catalog `gguf_type`.
+    pub fn parse(s: &str) -> Option<FileType> {
+        Some(match s {
+            "Q4_0" => FileType::Q4_0,
+            "Q4_K_M" => FileType::Q4KM,
+            "BF16" => FileType::BF16,
+            "F16" => FileType::F16,
+            _ => return None,
+        })
+    }
+
+    fn default_type(self) -> GgmlType {
+        match self {
+            FileType::Q4_0 => GgmlType::Q4_0,
+            FileType::Q4KM => GgmlType::Q4_K,
+            FileType::BF16 => GgmlType::BF16,
+            FileType::F16 => GgmlType::F16,
+        }
+    }
+
+    fn quantized(self) -> bool {
+        matches!(self, FileType::Q4_0 | FileType::Q4KM)
+    }
+}
+
+/// What llama-quantize calls a tensor, as far as its type rules go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    TokenEmbd,
+    Output,
+    AttnV,
+    FfnDown,
+    Other,
+}
+
+/// `use_more_bits` (llama-quant.cpp:452-454): the layers Q4_K_M keeps at Q6_K.
+fn use_more_bits(i: u64, n: u64) -> bool {
+    i < n / 8 || i >= 7 * n / 8 || (i >= n / 8 && (i - n / 8) % 3 == 2)
+}
+
+/// The type of a 2-D tensor of `role` (layer `i` of `n`) with `cols` columns.
+fn tensor_type(ft: FileType, role: Role, tied: bool, i: u64, n: u64, cols: u64) -> GgmlType {
+    let base = ft.default_type();
+    if !ft.quantized() {
+        return base;
+    }
+    let head = role == Role::Output || (tied && role == Role::TokenEmbd);
+    let chosen = if head {
+        if cols % base.block().0 != 0 {
+            GgmlType::Q8_0
+        } else {
+            GgmlType::Q6_K
+        }
+    } else if ft == FileType::Q4KM && matches!(role, Role::AttnV | Role::FfnDown) && use_more_bits(i, n) {
+        GgmlType::Q6_K
+    } else {
+        base
+    };
+    chosen.fitted(cols)
+}
+
+/// The weights of a GGUF file of `ft` for `model`: (by part, the head's type, the
+/// embedding's type).
+pub fn weight_bytes(model: &ModelShape, ft: FileType) -> (WeightBytes, GgmlType) {
+    let (h, n) = (model.hidden_size, model.num_hidden_layers);
+    let tied = model.tie_word_embeddings;
+    let embd_type = tensor_type(ft, Role::TokenEmbd, tied, 0, 1, h);
+    let embedding = embd_type.bytes(h, model.vocab_size);
+    let (lm_head, head_type) = if tied {
+        (0, embd_type)
+    } else {
+        let t = tensor_type(ft, Role::Output, false, 0, 1, h);
+        (t.bytes(h, model.vocab_size), t)
+    };
+    let mut linears = 0u64;
+    for i in 0..n {
+        for l in model.layer_linears() {
+            let role = match l.name {
+                "v_proj" => Role::AttnV,
+                "down_proj" => Role::FfnDown,
+                _ => Role::Other,
+            };
+            let count = match (&model.moe, l.name) {
+                (Some(m), "gate_proj" | "up_proj" | "down_proj") if i >= n - m.sparse_layers => m.num_experts,
+                _ => 1,
+            };
+            let t = tensor_type(ft, role, tied, i, n, l.k);
+            linears = linears.saturating_add(t.bytes(l.k, l.n).saturating_mul(count));
+        }
+    }
+    let norms = model.norm_params().saturating_mul(4);
+    let router = model.router_params().saturating_mul(4);
+    (
+        WeightBytes {
+            linears,
+            embedding,
+            lm_head,
+            norms,
+            router,
+        },
+        head_type,
+    )
+}
+
+/// Whether the head's copy of a tied embedding lands in another buffer than the
+/// embedding (which stays memory-mapped on the CPU for the row lookup): on a GPU, and
+/// on a CPU whose repacked or AMX buffer takes the head's type.
+fn tied_head_duplicated(profile: &Profile, on_gpu: bool, head: GgmlType, vocab: u64) -> bool {
+    if on_gpu {
+        return true;
+    }
+    let arm_repack = profile.arch == Arch::Aarch64
+        && (profile.cpu.has_flag("asimddp") || profile.cpu.has_flag("i8mm"));
+    let amx = profile.arch == Arch::X86_64
+        && profile.feature_usable("amx_int8")
+        && profile.feature_usable("avx512_vnni");
+    match head {
+        // Q6_K and Q8_0 are repacked on Arm only (repack.cpp:5060-5125), and taken
+        // by AMX when the rows are a multiple of 32 (amx.cpp:139-187).
+        GgmlType::Q6_K | GgmlType::Q8_0 => arm_repack || (amx && vocab % 32 == 0),
+        _ => false,
+    }
+}
+
+/// KV cells per stream and streams for `context` tokens in each of `seqs` slots
+/// (`--ctx-size context*seqs --parallel seqs`).
+fn cells(context: u64, seqs: u64) -> (u64, u64) {
+    let seqs = seqs.max(1);
+    let n_ctx = context.saturating_mul(seqs).div_ceil(CELL_PAD) * CELL_PAD;
+    let per_stream = (n_ctx / seqs).div_ceil(CELL_PAD) * CELL_PAD;
+    (per_stream, seqs)
+}
+
+/// The KV cache bytes (f16 K and V) for `context` tokens in each of `seqs` slots.
+pub fn kv_bytes(model: &ModelShape, context: u64, seqs: u64) -> u64 {
+    let (per_stream, streams) = cells(context, seqs);
+    let per_cell = model.kv_bytes_per_token_per_layer(KvDtype::Fp16.bytes());
+    let swa_cells = model
+        .sliding_window
+        .map(|w| ((w + UBATCH).div_ceil(CELL_PAD) * CELL_PAD).min(per_stream));
+    model
+        .layer_kinds
+        .iter()
+        .map(|kind| match (kind, swa_cells) {
+            (LayerKind::SlidingAttention, Some(c)) => c,
+            (LayerKind::LinearAttention, _) => 0,
+            _ => per_stream,
+        })
+        .map(|c| c.saturating_mul(per_cell).saturating_mul(streams))
+        .fold(0, u64::saturating_add)
+}
+
+/// The compute buffer llama.cpp reserves for one micro-batch, estimated: the output
+/// logits of the micro-batch (`n_vocab x ubatch` f32) and the widest activations
+/// (the MLP's gate and up, `2 x n_ff x ubatch` f32). The graph allocator reuses
+/// memory between nodes, so the peak is about the largest live set; measured against
+/// llama.cpp's own report in tests/engine_llama_cpp.rs.
+pub fn compute_bytes(model: &ModelShape) -> u64 {
+    let logits = model.vocab_size.saturating_mul(UBATCH).saturating_mul(4);
+    let widest = (2 * model.intermediate_size + model.hidden_size)
+        .saturating_mul(UBATCH)
+        .saturating_mul(4);
+    logits.saturating_add(widest)
+}
+
+/// The fit of `request` on `profile` for the llama.cpp path `path`.
+pub fn fit(profile: &Profile, path: &PathSpec, request: &FitRequest) -> MemoryFit {
+    let model = &request.model;
+    let ft = path
+        .gguf_type
+        .as_deref()
+        .and_then(FileType::parse)
+        .unwrap_or(FileType::F16);
+    let on_gpu = matches!(
+        profile.hardware_class,
+        HardwareClass::CudaDiscrete | HardwareClass::Jetson
+    );
+    let (weights, head_type) = weight_bytes(model, ft);
+    let file_bytes = weights.total();
+    let duplicated_head_bytes = if model.tie_word_embeddings
+        && tied_head_duplicated(profile, on_gpu, head_type, model.vocab_size)
+    {
+        weights.embedding
+    } else {
+        0
+    };
+    let weights_bytes = file_bytes.saturating_add(duplicated_head_bytes);
+    let compute = compute_bytes(model);
+    let need = |ctx: u64, seqs: u64| kv_bytes(model, ctx, seqs);
+    let (context, seqs) = (request.context, request.concurrency.max(1));
+    let kv = kv_bytes(model, context, seqs);
+    let (per_stream, streams) = cells(context, seqs);
+
+    let mut fit =
+        memory::fit_from_parts(profile, request, weights, weights_bytes, compute, &need);
+    let gpu_layers = on_gpu.then_some(model.num_hidden_layers);
+    fit.llama_cpp = Some(LlamaCppMemory {
+        file_type: path.gguf_type.clone().unwrap_or_default(),
+        head_type: format!("{head_type:?}"),
+        file_bytes,
+        duplicated_head_bytes,
+        kv_cells_per_stream: per_stream,
+        kv_streams: streams,
+        kv_bytes: kv,
+        compute_bytes: compute,
+        compute_source: "estimate: f32 logits of one 512-token micro-batch plus the widest MLP activations (src/plan/memory_llama_cpp.rs), checked against llama.cpp's reported compute buffer in the end-to-end test".into(),
+        gpu_layers,
+    });
+    fit
+}
