@@ -39,19 +39,12 @@ pub enum Engine {
 }
 
 impl Engine {
-    pub const ALL: [Engine; 2] = [Engine::Vllm, Engine::LlamaCpp];
-
     /// The engine's name in plans, manifests and `--engine`.
     pub fn as_str(self) -> &'static str {
         match self {
             Engine::Vllm => "vllm",
             Engine::LlamaCpp => "llama.cpp",
         }
-    }
-
-    /// The engine named `s` (`vllm`, `llama.cpp`).
-    pub fn parse(s: &str) -> Option<Engine> {
-        Engine::ALL.into_iter().find(|e| e.as_str() == s)
     }
 }
 

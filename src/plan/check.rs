@@ -15,7 +15,8 @@ use toml::Spanned;
 
 use super::catalog::{Catalog, line_of};
 use super::input;
-use super::rules::decide;
+use super::catalog::Engine;
+use super::rules::decide_for;
 use super::schema::Priority;
 use crate::error::{Exit, data_error, exit_for, read_error};
 
@@ -41,6 +42,9 @@ struct RawCase {
     /// `speed` (the default) or `fidelity`.
     #[serde(default = "speed")]
     priority: Priority,
+    /// The engine the case is planned for: `vllm` (the default) or `llama.cpp`.
+    #[serde(default)]
+    engine: Engine,
     #[schemars(with = "String")]
     expect: Spanned<String>,
 }
@@ -55,6 +59,8 @@ pub struct Case {
     /// The profile path as written in the manifest.
     pub profile: String,
     pub priority: Priority,
+    /// The engine the case is planned for.
+    pub engine: Engine,
     pub expect: String,
     /// 1-based line of the `[[case]]` in the manifest.
     pub line: usize,
@@ -132,14 +138,35 @@ pub fn parse_manifest(text: &str, shown: &str, catalog: &Catalog) -> anyhow::Res
                 "{shown}:{line}: bad manifest: profile is empty; give a profile file (or a directory of them) relative to the manifest"
             )));
         }
+        let path_engine = catalog.get(&expect).map(|p| p.engine);
+        if path_engine.is_some_and(|e| e != raw.engine) {
+            return Err(data_error(format!(
+                "{shown}:{expect_line}: bad manifest: expect = \"{expect}\" is a {} path, but the case plans for {} (set engine = \"{}\")",
+                path_engine.unwrap_or_default(),
+                raw.engine,
+                path_engine.unwrap_or_default()
+            )));
+        }
+        if let Err(e) = catalog.require(raw.engine) {
+            return Err(data_error(format!("{shown}:{line}: {e:#}")));
+        }
         cases.push(Case {
             profile: raw.profile,
             priority: raw.priority,
+            engine: raw.engine,
             expect,
             line,
         });
     }
     Ok(cases)
+}
+
+/// The priority column: the priority, and the engine when it is not vLLM.
+fn priority_cell(case: &Case) -> String {
+    match case.engine {
+        Engine::Vllm => case.priority.as_str().to_string(),
+        engine => format!("{}, {engine}", case.priority.as_str()),
+    }
 }
 
 /// Runs every case and prints the table to `out`; errors reading profiles go to `err`.
@@ -186,7 +213,7 @@ pub fn run_cases(
                         &case.line.to_string(),
                         &case.profile,
                         "-",
-                        case.priority.as_str(),
+                        &priority_cell(case),
                         &case.expect,
                         "-",
                         "ERROR",
@@ -195,7 +222,7 @@ pub fn run_cases(
                     continue;
                 }
             };
-            let plan = decide(&one.profile, case.priority, catalog);
+            let plan = decide_for(&one.profile, case.priority, catalog, case.engine);
             let ok = plan.path.name == case.expect;
             if ok {
                 passed += 1
@@ -216,7 +243,7 @@ pub fn run_cases(
                 case.line.to_string(),
                 case.profile.clone(),
                 one.label.clone(),
-                case.priority.as_str().to_string(),
+                priority_cell(case),
                 case.expect.clone(),
                 plan.path.name.clone(),
                 (if ok { "pass" } else { "FAIL" }).to_string(),
