@@ -30,9 +30,15 @@ fn embedded_python(script: &str) -> Vec<String> {
 }
 
 fn script_for(profile: &Path, priority: &str) -> String {
+    script_for_engine(profile, priority, "vllm")
+}
+
+fn script_for_engine(profile: &Path, priority: &str, engine: &str) -> String {
     let out = edgeplan()
         .args([
             "plan",
+            "--engine",
+            engine,
             "--format",
             "script",
             "--priority",
@@ -73,8 +79,13 @@ fn every_fixture_script_parses_in_bash_and_python() {
     }
     let mut compiled = 0;
     for profile in &profiles {
-        for priority in ["speed", "fidelity"] {
-            let script = script_for(profile, priority);
+        for (priority, engine) in [
+            ("speed", "vllm"),
+            ("fidelity", "vllm"),
+            ("speed", "llama.cpp"),
+            ("fidelity", "llama.cpp"),
+        ] {
+            let script = script_for_engine(profile, priority, engine);
             assert!(script.starts_with("#!/usr/bin/env bash\n"), "{script}");
             assert!(script.contains("set -euo pipefail"));
             let file = dir.path().join("build.sh");
@@ -116,7 +127,7 @@ fn every_fixture_script_parses_in_bash_and_python() {
             }
         }
     }
-    assert!(!python || compiled >= profiles.len() * 2);
+    assert!(!python || compiled >= profiles.len() * 4);
 }
 
 #[test]
@@ -124,12 +135,17 @@ fn scripts_match_the_golden_files() {
     for entry in std::fs::read_dir(fixture("scripts")).unwrap() {
         let golden = entry.unwrap().path();
         let stem = golden.file_stem().unwrap().to_string_lossy().into_owned();
+        // NAME-PRIORITY.sh for vLLM, NAME-PRIORITY.llama.cpp.sh for llama.cpp.
+        let (stem, engine) = match stem.strip_suffix(".llama.cpp") {
+            Some(s) => (s.to_string(), "llama.cpp"),
+            None => (stem.clone(), "vllm"),
+        };
         let (name, priority) = stem.rsplit_once('-').unwrap();
-        let got = script_for(&fixture(&format!("profiles/{name}.json")), priority);
+        let got = script_for_engine(&fixture(&format!("profiles/{name}.json")), priority, engine);
         let want = std::fs::read_to_string(&golden).unwrap();
         assert!(
             got == want,
-            "{stem}: the script differs from {} (regenerate it with `edgeplan plan --format script --priority {priority} --profile fixtures/profiles/{name}.json`)",
+            "{stem}: the script differs from {} (regenerate it with `edgeplan plan --engine {engine} --format script --priority {priority} --profile fixtures/profiles/{name}.json`)",
             golden.display()
         );
     }
@@ -172,6 +188,61 @@ fn the_settings_follow_the_path_and_priority() {
     let npu = script_for(&fixture("profiles/hand-android-npu.json"), "speed");
     assert!(npu.contains("HTP_ARCH = \"v75\""));
     assert!(npu.contains("hub.QuantizeDtype.INT16"));
+}
+
+#[test]
+fn llama_cpp_scripts_convert_quantize_and_serve_with_the_plan() {
+    let zen1 = script_for_engine(&fixture("profiles/x86-epyc-zen1-avx2.json"), "speed", "llama.cpp");
+    assert!(zen1.contains("--outtype bf16 --outfile \"$WORK/model-bf16.gguf\""), "{zen1}");
+    assert!(zen1.contains("\"$WORK/model-bf16.gguf\" \"$WORK/model-Q4_0.gguf\" Q4_0"));
+    assert!(zen1.contains(
+        "exec \"$LLAMA_CPP/build/bin/llama-server\" --model \"$OUT_DIR/model-Q4_0.gguf\" --batch-size 2048 --cpu-mask 0x3 --cpu-strict 1 --ctx-size 4096 --flash-attn on --parallel 1 --threads 2 --ubatch-size 512 ${EDGEPLAN_SERVE_ARGS:-}\n"
+    ), "{zen1}");
+    assert!(!zen1.contains("GGML_CUDA"), "a CPU plan builds the CPU backend");
+    let fidelity = script_for_engine(&fixture("profiles/arm64-rpi5.json"), "fidelity", "llama.cpp");
+    assert!(fidelity.contains(" Q4_K_M || fail"), "{fidelity}");
+    let t4 = script_for_engine(&fixture("profiles/hand-cuda-t4.json"), "fidelity", "llama.cpp");
+    assert!(t4.contains("-DGGML_CUDA=ON"), "{t4}");
+    assert!(t4.contains("--outtype f16 --outfile"), "{t4}");
+    assert!(!t4.contains("llama-quantize\" \""), "a 16-bit file is not quantized: {t4}");
+    assert!(t4.contains("--n-gpu-layers all"), "{t4}");
+}
+
+#[test]
+fn a_llama_cpp_script_stops_early_naming_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("build.sh");
+    let script = script_for_engine(&fixture("profiles/x86-epyc-zen1-avx2.json"), "speed", "llama.cpp");
+    std::fs::write(&file, script).unwrap();
+    let run = |args: &[&std::path::Path], env: &[(&str, &std::ffi::OsStr)]| {
+        let mut cmd = std::process::Command::new("/bin/bash");
+        cmd.arg(&file).args(args);
+        for (k, _) in std::env::vars() {
+            if k.starts_with("EDGEPLAN_") {
+                cmd.env_remove(k);
+            }
+        }
+        cmd.envs(env.iter().copied());
+        cmd.output().unwrap()
+    };
+    let stderr = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).into_owned();
+    let out = run(&[], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("usage:"));
+    let out = run(&[dir.path()], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("no config.json"));
+    std::fs::write(dir.path().join("config.json"), "{}").unwrap();
+    // No llama.cpp tree: the way to build one is named, and nothing is written.
+    let missing = dir.path().join("no-tree");
+    let out_dir = dir.path().join("out");
+    let out = run(
+        &[dir.path(), &out_dir],
+        &[("EDGEPLAN_LLAMA_CPP", missing.as_os_str())],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("EDGEPLAN_INSTALL=1"), "{}", stderr(&out));
+    assert!(!out_dir.exists(), "nothing is written before the tools are there");
 }
 
 #[test]

@@ -597,29 +597,44 @@ pub fn fit(profile: &Profile, path: &PathSpec, request: &FitRequest) -> MemoryFi
     fit
 }
 
-/// A fit from an engine's own figures (llama.cpp's): `weights_bytes` resident,
-/// `fixed_bytes` more whatever the context (a compute buffer), and `kv_need(context,
-/// sequences)` for the cache; `fits` and the limits are decided on them.
+/// The figures an engine's own fit (llama.cpp's) hands to [`fit_from_parts`].
+pub(super) struct EngineParts<'a> {
+    pub weights: WeightBytes,
+    /// Resident weight bytes (the file, and any copy the engine makes).
+    pub weights_bytes: u64,
+    /// Bytes whatever the context (a compute buffer's fixed part).
+    pub fixed_bytes: u64,
+    /// The KV cache at the asked context and sequences.
+    pub kv_bytes: u64,
+    /// What grows with `(context, sequences)`: the KV and anything sized like it.
+    pub need: &'a dyn Fn(u64, u64) -> u64,
+}
+
+/// A fit from an engine's own figures (llama.cpp's): `fits` and the limits are
+/// decided on them.
 pub(super) fn fit_from_parts(
     profile: &Profile,
     request: &FitRequest,
-    weights: WeightBytes,
-    weights_bytes: u64,
-    fixed_bytes: u64,
-    kv_need: &dyn Fn(u64, u64) -> u64,
+    parts_in: EngineParts<'_>,
 ) -> MemoryFit {
+    let EngineParts {
+        weights,
+        weights_bytes,
+        fixed_bytes,
+        kv_bytes,
+        need: kv_need,
+    } = parts_in;
     let model = &request.model;
     let (context, seqs, dtype) = (request.context, request.concurrency, request.kv_dtype);
     let parts = kv_parts(model, context, seqs, dtype);
     let kv_flat_bytes = flat_kv_bytes(model, context, seqs, dtype);
-    let kv_bytes = kv_need(context, seqs);
     let room = room(profile, request.headroom, weights_bytes.saturating_add(fixed_bytes));
     let weights_fit = room
         .usable
         .map(|u| weights_bytes.saturating_add(fixed_bytes) <= u);
     let fits = weights_fit
         .zip(room.kv_space)
-        .map(|(w, s)| w && kv_bytes <= s);
+        .map(|(w, s)| w && kv_need(context, seqs) <= s);
     let (max_context, max_concurrency) = limits(request, weights_fit, room.kv_space, kv_need);
     let context_limit = model.context_limit.as_ref().map(|l| l.tokens);
     MemoryFit {

@@ -242,17 +242,21 @@ pub fn kv_bytes(model: &ModelShape, context: u64, seqs: u64) -> u64 {
         .fold(0, u64::saturating_add)
 }
 
-/// The compute buffer llama.cpp reserves for one micro-batch, estimated: the output
-/// logits of the micro-batch (`n_vocab x ubatch` f32) and the widest activations
-/// (the MLP's gate and up, `2 x n_ff x ubatch` f32). The graph allocator reuses
-/// memory between nodes, so the peak is about the largest live set; measured against
+/// The compute buffer llama.cpp reserves for one micro-batch, estimated from the
+/// graph's largest live set (src/llama-context.cpp `sched_reserve`: the graph of a
+/// 512-token micro-batch is reserved with the full KV): the larger of the head's
+/// logits (`n_vocab x outputs` f32, outputs = the `--parallel` slots in llama-server)
+/// and the MLP's gate and up (`2 x n_ff x ubatch` f32), plus a few `n_embd x ubatch`
+/// f32 activations and, with flash attention, the f16 mask (`cells x ubatch`). The
+/// graph allocator reuses memory between nodes; the figure is checked against
 /// llama.cpp's own report in tests/engine_llama_cpp.rs.
-pub fn compute_bytes(model: &ModelShape) -> u64 {
-    let logits = model.vocab_size.saturating_mul(UBATCH).saturating_mul(4);
-    let widest = (2 * model.intermediate_size + model.hidden_size)
-        .saturating_mul(UBATCH)
-        .saturating_mul(4);
-    logits.saturating_add(widest)
+pub fn compute_bytes(model: &ModelShape, seqs: u64, cells_per_stream: u64) -> u64 {
+    const F32: u64 = 4;
+    let logits = model.vocab_size.saturating_mul(seqs.max(1)).saturating_mul(F32);
+    let mlp = (2 * model.intermediate_size).saturating_mul(UBATCH).saturating_mul(F32);
+    let residual = (3 * model.hidden_size).saturating_mul(UBATCH).saturating_mul(F32);
+    let mask = cells_per_stream.saturating_mul(UBATCH).saturating_mul(2);
+    logits.max(mlp).saturating_add(residual).saturating_add(mask)
 }
 
 /// The fit of `request` on `profile` for the llama.cpp path `path`.
@@ -277,14 +281,27 @@ pub fn fit(profile: &Profile, path: &PathSpec, request: &FitRequest) -> MemoryFi
         0
     };
     let weights_bytes = file_bytes.saturating_add(duplicated_head_bytes);
-    let compute = compute_bytes(model);
-    let need = |ctx: u64, seqs: u64| kv_bytes(model, ctx, seqs);
     let (context, seqs) = (request.context, request.concurrency.max(1));
     let kv = kv_bytes(model, context, seqs);
     let (per_stream, streams) = cells(context, seqs);
+    let compute = compute_bytes(model, seqs, per_stream);
+    // The mask term grows with the context: the limits count it with the KV.
+    let mask_per_cell = UBATCH * 2;
+    let need = |ctx: u64, n: u64| {
+        kv_bytes(model, ctx, n).saturating_add(cells(ctx, n).0.saturating_mul(mask_per_cell))
+    };
 
-    let mut fit =
-        memory::fit_from_parts(profile, request, weights, weights_bytes, compute, &need);
+    let mut fit = memory::fit_from_parts(
+        profile,
+        request,
+        memory::EngineParts {
+            weights,
+            weights_bytes,
+            fixed_bytes: compute_bytes(model, seqs, 0),
+            kv_bytes: kv,
+            need: &need,
+        },
+    );
     let gpu_layers = on_gpu.then_some(model.num_hidden_layers);
     fit.llama_cpp = Some(LlamaCppMemory {
         file_type: path.gguf_type.clone().unwrap_or_default(),
@@ -295,7 +312,7 @@ pub fn fit(profile: &Profile, path: &PathSpec, request: &FitRequest) -> MemoryFi
         kv_streams: streams,
         kv_bytes: kv,
         compute_bytes: compute,
-        compute_source: "estimate: f32 logits of one 512-token micro-batch plus the widest MLP activations (src/plan/memory_llama_cpp.rs), checked against llama.cpp's reported compute buffer in the end-to-end test".into(),
+        compute_source: "estimate from the graph's largest live set (logits of the slots or the MLP of a 512-token micro-batch, activations, the flash-attention mask); checked against llama.cpp's own report in the end-to-end test".into(),
         gpu_layers,
     });
     fit

@@ -178,10 +178,11 @@ pub fn env(out: &mut dyn Write, plan: &Plan) -> anyhow::Result<()> {
 /// The one-device table's rows: the path, the engine's rendering, threads and KV.
 fn summary_rows(plan: &Plan) -> anyhow::Result<Vec<(&'static str, String)>> {
     let p = &plan.path;
-    let quant = match (&p.quantization, p.group_size) {
-        (Some(q), Some(g)) => format!("{q}, group {g}"),
-        (Some(q), None) => q.clone(),
-        (None, _) => "none".into(),
+    let quant = match (&plan.deploy.weights.gguf_type, &p.quantization, p.group_size) {
+        (Some(t), _, _) => format!("GGUF {t}"),
+        (None, Some(q), Some(g)) => format!("{q}, group {g}"),
+        (None, Some(q), None) => q.clone(),
+        (None, None, _) => "none".into(),
     };
     let bits = p
         .bits_per_weight
@@ -254,9 +255,11 @@ fn summary_rows(plan: &Plan) -> anyhow::Result<Vec<(&'static str, String)>> {
         (
             "KV cache",
             // The source can be long; the JSON and --explain carry it.
-            plan.deploy
-                .kv_cache_bytes
-                .map_or_else(|| "none".into(), crate::output::gib_exact),
+            match (plan.deploy.kv_cache_bytes, &plan.deploy.weights.gguf_type) {
+                (Some(b), _) => crate::output::gib_exact(b),
+                (None, Some(_)) => "sized by the context (--ctx-size)".into(),
+                (None, None) => "none".into(),
+            },
         ),
     ])
 }
