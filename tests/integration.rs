@@ -4,6 +4,7 @@ mod architecture;
 mod bench;
 mod cli;
 mod deploy;
+mod engine_llama_cpp;
 mod engine_vllm;
 mod integrations;
 mod memory;

@@ -79,13 +79,39 @@ def build_tokenizer(out_dir: str, vocab_size: int):
     return fast
 
 
+def from_config(args) -> int:
+    """A random model with the shapes of a real Qwen3 config, saved in bf16."""
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    with open(args.config, encoding="utf-8") as f:
+        raw = json.load(f)
+    if raw.get("model_type") != "qwen3":
+        print(f"{args.config}: model_type {raw.get('model_type')!r}, only qwen3 configs are built", file=sys.stderr)
+        return 1
+    torch.manual_seed(args.seed)
+    os.makedirs(args.out_dir, exist_ok=True)
+    build_tokenizer(args.out_dir, vocab_size=512)
+    fields = {k: v for k, v in raw.items() if k not in ("architectures", "transformers_version")}
+    cfg = Qwen3Config(**fields)
+    torch.set_default_dtype(torch.bfloat16)
+    model = Qwen3ForCausalLM(cfg)
+    model.save_pretrained(args.out_dir)
+    print(f"wrote {args.out_dir}: {sum(p.numel() for p in model.parameters())} parameters", file=sys.stderr)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out_dir")
     ap.add_argument("--calibration", help="also write calibration text here, one sample a line")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--untied", action="store_true", help="separate lm_head (tie_word_embeddings false)")
+    ap.add_argument("--config", help="a real Qwen3 config.json: random weights of its shapes (for memory figures), "
+                    "the tiny tokenizer (the converter pads the vocabulary to the config's)")
     args = ap.parse_args()
+    if args.config:
+        return from_config(args)
 
     import torch
     from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM

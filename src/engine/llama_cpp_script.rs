@@ -108,9 +108,7 @@ fn header(
             outtype(gguf_type)
         )
     } else {
-        format!(
-            "converts it to a {gguf_type} GGUF file with llama.cpp's converter"
-        )
+        format!("converts it to a {gguf_type} GGUF file with llama.cpp's converter")
     };
     let (cuda_note, prereq) = if gpu {
         (
@@ -247,7 +245,10 @@ trap - EXIT
 # shellcheck disable=SC2086 # EDGEPLAN_SERVE_ARGS is split into flags on purpose
 exec "$LLAMA_CPP/build/bin/{bin}" {rest} "$OUT_DIR/model-{gguf_type}.gguf" {flags} ${{EDGEPLAN_SERVE_ARGS:-}}
 "#,
-        bin = rendering.command.first().map_or("llama-server", String::as_str),
+        bin = rendering
+            .command
+            .first()
+            .map_or("llama-server", String::as_str),
         rest = rendering.command.get(1..).unwrap_or_default().join(" "),
         flags = rendering.flags.join(" "),
     )
@@ -268,7 +269,8 @@ mod tests {
             ("LLAMA_BUILD", LLAMA_BUILD),
         ] {
             assert!(
-                ci.lines().any(|l| l.starts_with(&format!("{name}={value}"))),
+                ci.lines()
+                    .any(|l| l.starts_with(&format!("{name}={value}"))),
                 "{name}={value} not in llama_install.sh"
             );
         }

@@ -109,7 +109,9 @@ impl PathId {
 
     /// The paths `engine`'s rules name.
     pub fn for_engine(engine: Engine) -> impl Iterator<Item = PathId> {
-        PathId::ALL.into_iter().filter(move |id| id.engine() == engine)
+        PathId::ALL
+            .into_iter()
+            .filter(move |id| id.engine() == engine)
     }
 
     fn index(self) -> usize {
@@ -568,7 +570,8 @@ fn checked_gguf_type(
         (Engine::LlamaCpp, Some(t)) => {
             let v = t.get_ref();
             let valid = v.starts_with(|c: char| c.is_ascii_uppercase())
-                && v.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+                && v.chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
             if valid {
                 Ok(Some(v.clone()))
             } else {

@@ -13,9 +13,9 @@ use std::path::Path;
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::catalog::Engine;
 use super::catalog::{Catalog, line_of};
 use super::input;
-use super::catalog::Engine;
 use super::rules::decide_for;
 use super::schema::Priority;
 use crate::error::{Exit, data_error, exit_for, read_error};

@@ -49,7 +49,8 @@ pub(super) fn deployment(
     let (kv_cache_bytes, kv_cache_source) = match target {
         Target::Cpu if spec.engine == Engine::LlamaCpp => (
             None,
-            "llama.cpp sizes its KV cache from the context (--ctx-size): the context decides".to_string(),
+            "llama.cpp sizes its KV cache from the context (--ctx-size): the context decides"
+                .to_string(),
         ),
         Target::Cpu => cpu_kv_without_model(profile),
         Target::Gpu => (

@@ -245,7 +245,10 @@ pub struct LlamaCppMemory {
     pub head_type: String,
     /// The bytes of the GGUF file's tensors.
     pub file_bytes: u64,
-    /// A tied embedding's second copy for the head (0 when it is shared).
+    /// What the CPU backend copies into repacked (or AMX) buffers at load, on top of
+    /// the file's mapping (the tied head's copy included).
+    pub repacked_bytes: u64,
+    /// On a GPU: a tied embedding's second copy, for the offloaded head.
     pub duplicated_head_bytes: u64,
     /// KV cells per stream, and streams (`--parallel`).
     pub kv_cells_per_stream: u64,
@@ -628,7 +631,11 @@ pub(super) fn fit_from_parts(
     let (context, seqs, dtype) = (request.context, request.concurrency, request.kv_dtype);
     let parts = kv_parts(model, context, seqs, dtype);
     let kv_flat_bytes = flat_kv_bytes(model, context, seqs, dtype);
-    let room = room(profile, request.headroom, weights_bytes.saturating_add(fixed_bytes));
+    let room = room(
+        profile,
+        request.headroom,
+        weights_bytes.saturating_add(fixed_bytes),
+    );
     let weights_fit = room
         .usable
         .map(|u| weights_bytes.saturating_add(fixed_bytes) <= u);
@@ -1055,6 +1062,31 @@ fn kv_rows(fit: &MemoryFit) -> Vec<(String, String)> {
             ),
         ),
     ];
+    if let Some(l) = &fit.llama_cpp {
+        rows.push((
+            "llama.cpp allocates".into(),
+            format!(
+                "weights {} ({} file {}{}{}), KV {} ({} cells x {} stream(s), f16), compute {} (estimate)",
+                gib(fit.weights_bytes),
+                l.file_type,
+                gib(l.file_bytes),
+                if l.repacked_bytes > 0 {
+                    format!(" + repacked copies {}", gib(l.repacked_bytes))
+                } else {
+                    String::new()
+                },
+                if l.duplicated_head_bytes > 0 {
+                    format!(" + tied head copy {}", gib(l.duplicated_head_bytes))
+                } else {
+                    String::new()
+                },
+                gib(l.kv_bytes),
+                l.kv_cells_per_stream,
+                l.kv_streams,
+                gib(l.compute_bytes)
+            ),
+        ));
+    }
     if let (Some(bytes), Some(e)) = (fit.kv_engine_bytes, &fit.engine) {
         let kinds: Vec<String> = e
             .groups

@@ -143,7 +143,10 @@ fn tensor_type(ft: FileType, role: Role, tied: bool, i: u64, n: u64, cols: u64) 
         } else {
             GgmlType::Q6_K
         }
-    } else if ft == FileType::Q4KM && matches!(role, Role::AttnV | Role::FfnDown) && use_more_bits(i, n) {
+    } else if ft == FileType::Q4KM
+        && matches!(role, Role::AttnV | Role::FfnDown)
+        && use_more_bits(i, n)
+    {
         GgmlType::Q6_K
     } else {
         base
@@ -151,18 +154,76 @@ fn tensor_type(ft: FileType, role: Role, tied: bool, i: u64, n: u64, cols: u64) 
     chosen.fitted(cols)
 }
 
-/// The weights of a GGUF file of `ft` for `model`: (by part, the head's type, the
-/// embedding's type).
-pub fn weight_bytes(model: &ModelShape, ft: FileType) -> (WeightBytes, GgmlType) {
+/// Which weights the CPU backend copies into a repacked (or AMX) buffer at load, on
+/// this device's ISA (the build script compiles llama.cpp natively). The copy is the
+/// same size as the tensor (repack.cpp `get_alloc_size` is the tensor's); the file's
+/// mapping keeps the original, so the copy is memory on top of the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Repack {
+    /// x86 with AVX2: Q4_0 and Q4_K, rows a multiple of 8 (repack.cpp:4974-5031).
+    avx2: bool,
+    /// AMX-INT8 with AVX512-VNNI: Q4_0, Q8_0, Q4_K, Q6_K with rows a multiple of 32
+    /// (amx/common.h:106-115, amx.cpp:139-187), before the AVX2 repack.
+    amx: bool,
+    /// Arm with dotprod or i8mm: Q4_0 and Q8_0 (rows a multiple of 4), Q4_K and Q6_K
+    /// (of 8) (repack.cpp:4974-5125).
+    arm: bool,
+}
+
+impl Repack {
+    /// The CPU of `profile`; none on a GPU plan (weights go to the GPU).
+    pub fn of(profile: &Profile, on_gpu: bool) -> Repack {
+        let x86 = profile.arch == Arch::X86_64 && !on_gpu;
+        let arm = profile.arch == Arch::Aarch64 && !on_gpu;
+        Repack {
+            avx2: x86 && profile.feature_usable("avx2"),
+            amx: x86 && profile.feature_usable("amx_int8") && profile.feature_usable("avx512_vnni"),
+            arm: arm && (profile.cpu.has_flag("asimddp") || profile.cpu.has_flag("i8mm")),
+        }
+    }
+
+    /// Whether a matrix of type `t` with `rows` output rows is copied.
+    fn takes(self, t: GgmlType, rows: u64) -> bool {
+        use GgmlType::*;
+        let amx = self.amx && matches!(t, Q4_0 | Q8_0 | Q4_K | Q6_K) && rows % 32 == 0;
+        let avx2 = self.avx2 && matches!(t, Q4_0 | Q4_K) && rows % 8 == 0;
+        let arm = self.arm
+            && match t {
+                Q4_0 | Q8_0 => rows % 4 == 0,
+                Q4_K | Q6_K => rows % 8 == 0,
+                _ => false,
+            };
+        amx || avx2 || arm
+    }
+}
+
+/// A GGUF file's weights: by part, the head's type, and the bytes the CPU backend
+/// copies into repacked buffers.
+pub struct GgufWeights {
+    pub parts: WeightBytes,
+    pub head_type: GgmlType,
+    pub repacked: u64,
+}
+
+/// The weights of a GGUF file of `ft` for `model`, and what `repack` copies at load.
+pub fn weight_bytes(model: &ModelShape, ft: FileType, repack: Repack) -> GgufWeights {
     let (h, n) = (model.hidden_size, model.num_hidden_layers);
     let tied = model.tie_word_embeddings;
+    let vocab = model.vocab_size;
     let embd_type = tensor_type(ft, Role::TokenEmbd, tied, 0, 1, h);
-    let embedding = embd_type.bytes(h, model.vocab_size);
+    let embedding = embd_type.bytes(h, vocab);
     let (lm_head, head_type) = if tied {
         (0, embd_type)
     } else {
         let t = tensor_type(ft, Role::Output, false, 0, 1, h);
-        (t.bytes(h, model.vocab_size), t)
+        (t.bytes(h, vocab), t)
+    };
+    // The embedding is read by row lookups and never repacked; the head is a matrix
+    // product: a tied head is a second tensor on the embedding's data, copied when taken.
+    let mut repacked = if repack.takes(head_type, vocab) {
+        head_type.bytes(h, vocab)
+    } else {
+        0
     };
     let mut linears = 0u64;
     for i in 0..n {
@@ -173,44 +234,29 @@ pub fn weight_bytes(model: &ModelShape, ft: FileType) -> (WeightBytes, GgmlType)
                 _ => Role::Other,
             };
             let count = match (&model.moe, l.name) {
-                (Some(m), "gate_proj" | "up_proj" | "down_proj") if i >= n - m.sparse_layers => m.num_experts,
+                (Some(m), "gate_proj" | "up_proj" | "down_proj") if i >= n - m.sparse_layers => {
+                    m.num_experts
+                }
                 _ => 1,
             };
             let t = tensor_type(ft, role, tied, i, n, l.k);
-            linears = linears.saturating_add(t.bytes(l.k, l.n).saturating_mul(count));
+            let bytes = t.bytes(l.k, l.n).saturating_mul(count);
+            linears = linears.saturating_add(bytes);
+            if repack.takes(t, l.n) {
+                repacked = repacked.saturating_add(bytes);
+            }
         }
     }
-    let norms = model.norm_params().saturating_mul(4);
-    let router = model.router_params().saturating_mul(4);
-    (
-        WeightBytes {
+    GgufWeights {
+        parts: WeightBytes {
             linears,
             embedding,
             lm_head,
-            norms,
-            router,
+            norms: model.norm_params().saturating_mul(4),
+            router: model.router_params().saturating_mul(4),
         },
         head_type,
-    )
-}
-
-/// Whether the head's copy of a tied embedding lands in another buffer than the
-/// embedding (which stays memory-mapped on the CPU for the row lookup): on a GPU, and
-/// on a CPU whose repacked or AMX buffer takes the head's type.
-fn tied_head_duplicated(profile: &Profile, on_gpu: bool, head: GgmlType, vocab: u64) -> bool {
-    if on_gpu {
-        return true;
-    }
-    let arm_repack = profile.arch == Arch::Aarch64
-        && (profile.cpu.has_flag("asimddp") || profile.cpu.has_flag("i8mm"));
-    let amx = profile.arch == Arch::X86_64
-        && profile.feature_usable("amx_int8")
-        && profile.feature_usable("avx512_vnni");
-    match head {
-        // Q6_K and Q8_0 are repacked on Arm only (repack.cpp:5060-5125), and taken
-        // by AMX when the rows are a multiple of 32 (amx.cpp:139-187).
-        GgmlType::Q6_K | GgmlType::Q8_0 => arm_repack || (amx && vocab % 32 == 0),
-        _ => false,
+        repacked,
     }
 }
 
@@ -246,17 +292,28 @@ pub fn kv_bytes(model: &ModelShape, context: u64, seqs: u64) -> u64 {
 /// graph's largest live set (src/llama-context.cpp `sched_reserve`: the graph of a
 /// 512-token micro-batch is reserved with the full KV): the larger of the head's
 /// logits (`n_vocab x outputs` f32, outputs = the `--parallel` slots in llama-server)
-/// and the MLP's gate and up (`2 x n_ff x ubatch` f32), plus a few `n_embd x ubatch`
-/// f32 activations and, with flash attention, the f16 mask (`cells x ubatch`). The
-/// graph allocator reuses memory between nodes; the figure is checked against
-/// llama.cpp's own report in tests/engine_llama_cpp.rs.
+/// and the MLP's gate and up (`2 x n_ff x ubatch` f32), plus seven `n_embd x ubatch`
+/// f32 activations and, with flash attention, the f16 mask (`cells x ubatch`). Fitted
+/// on llama.cpp's own report (b11312, CPU, flash attention on) for a Qwen3 of hidden
+/// 256 and Qwen3-0.6B's shapes at 4096 to 16384 cells, both within 0.1%; checked again
+/// in tests/engine_llama_cpp.rs.
 pub fn compute_bytes(model: &ModelShape, seqs: u64, cells_per_stream: u64) -> u64 {
     const F32: u64 = 4;
-    let logits = model.vocab_size.saturating_mul(seqs.max(1)).saturating_mul(F32);
-    let mlp = (2 * model.intermediate_size).saturating_mul(UBATCH).saturating_mul(F32);
-    let residual = (3 * model.hidden_size).saturating_mul(UBATCH).saturating_mul(F32);
+    let logits = model
+        .vocab_size
+        .saturating_mul(seqs.max(1))
+        .saturating_mul(F32);
+    let mlp = (2 * model.intermediate_size)
+        .saturating_mul(UBATCH)
+        .saturating_mul(F32);
+    let residual = (7 * model.hidden_size)
+        .saturating_mul(UBATCH)
+        .saturating_mul(F32);
     let mask = cells_per_stream.saturating_mul(UBATCH).saturating_mul(2);
-    logits.max(mlp).saturating_add(residual).saturating_add(mask)
+    logits
+        .max(mlp)
+        .saturating_add(residual)
+        .saturating_add(mask)
 }
 
 /// The fit of `request` on `profile` for the llama.cpp path `path`.
@@ -271,16 +328,19 @@ pub fn fit(profile: &Profile, path: &PathSpec, request: &FitRequest) -> MemoryFi
         profile.hardware_class,
         HardwareClass::CudaDiscrete | HardwareClass::Jetson
     );
-    let (weights, head_type) = weight_bytes(model, ft);
+    let gguf = weight_bytes(model, ft, Repack::of(profile, on_gpu));
+    let (weights, head_type) = (gguf.parts, gguf.head_type);
     let file_bytes = weights.total();
-    let duplicated_head_bytes = if model.tie_word_embeddings
-        && tied_head_duplicated(profile, on_gpu, head_type, model.vocab_size)
-    {
+    // On a GPU the head (tied or not) is offloaded: a tied embedding is then held
+    // twice, on the CPU for the lookup and on the GPU for the head.
+    let duplicated_head_bytes = if on_gpu && model.tie_word_embeddings {
         weights.embedding
     } else {
         0
     };
-    let weights_bytes = file_bytes.saturating_add(duplicated_head_bytes);
+    let weights_bytes = file_bytes
+        .saturating_add(duplicated_head_bytes)
+        .saturating_add(gguf.repacked);
     let (context, seqs) = (request.context, request.concurrency.max(1));
     let kv = kv_bytes(model, context, seqs);
     let (per_stream, streams) = cells(context, seqs);
@@ -302,11 +362,14 @@ pub fn fit(profile: &Profile, path: &PathSpec, request: &FitRequest) -> MemoryFi
             need: &need,
         },
     );
+    // llama.cpp's cache is f16 unless told (--cache-type-k/v, which plans do not set).
+    fit.kv_dtype = KvDtype::Fp16;
     let gpu_layers = on_gpu.then_some(model.num_hidden_layers);
     fit.llama_cpp = Some(LlamaCppMemory {
         file_type: path.gguf_type.clone().unwrap_or_default(),
         head_type: format!("{head_type:?}"),
         file_bytes,
+        repacked_bytes: gguf.repacked,
         duplicated_head_bytes,
         kv_cells_per_stream: per_stream,
         kv_streams: streams,
@@ -316,4 +379,105 @@ pub fn fit(profile: &Profile, path: &PathSpec, request: &FitRequest) -> MemoryFi
         gpu_layers,
     });
     fit
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn qwen3_0_6b() -> ModelShape {
+        ModelShape::from_config_json(
+            include_str!("../../fixtures/models/real/qwen3-0.6b.json"),
+            "qwen3-0.6b.json",
+        )
+        .unwrap()
+    }
+
+    fn avx2_host() -> Profile {
+        Profile::from_json(
+            include_str!("../../fixtures/profiles/x86-epyc-zen1-avx2.json"),
+            "x86-epyc-zen1-avx2.json",
+        )
+        .unwrap()
+    }
+
+    /// Qwen3-0.6B's config against what llama.cpp b11312 wrote and logged on an AVX2
+    /// host (2026-12-03, scripts/engines/e2e_llama.sh; random weights of those shapes):
+    /// Q4_0 tensors 375,614,464 B in the file (ours lacks the 28,672 B of q/k norms),
+    /// CPU_REPACK 236.25 MiB; Q4_K_M tensors 390,753,280 B, CPU_REPACK 204.75 MiB.
+    #[test]
+    fn qwen3_0_6b_weights_match_the_files_llama_cpp_wrote() {
+        let repack = Repack::of(&avx2_host(), false);
+        let q4_0 = weight_bytes(&qwen3_0_6b(), FileType::Q4_0, repack);
+        assert_eq!(q4_0.parts.total(), 375_585_792);
+        assert_eq!(q4_0.repacked, 247_726_080, "236.25 MiB");
+        assert_eq!(
+            q4_0.head_type,
+            GgmlType::Q6_K,
+            "the tied embedding gets the head's rule"
+        );
+        let q4_k_m = weight_bytes(&qwen3_0_6b(), FileType::Q4KM, repack);
+        assert_eq!(q4_k_m.parts.total(), 390_724_608);
+        assert_eq!(
+            q4_k_m.repacked, 214_695_936,
+            "204.75 MiB: Q4_K only, Q6_K is not repacked on x86"
+        );
+        // Without AVX2 nothing is copied; on a GPU neither.
+        let none = Repack {
+            avx2: false,
+            amx: false,
+            arm: false,
+        };
+        assert_eq!(
+            weight_bytes(&qwen3_0_6b(), FileType::Q4_0, none).repacked,
+            0
+        );
+    }
+
+    /// The same runs' KV and compute buffers: 448.00 / 1792.00 MiB of KV and 30.01 /
+    /// 42.01 MiB of compute at 4096 / 16384 tokens, one slot.
+    #[test]
+    fn qwen3_0_6b_kv_and_compute_match_llama_cpps_report() {
+        let m = qwen3_0_6b();
+        assert_eq!(kv_bytes(&m, 4096, 1), 448 << 20);
+        assert_eq!(kv_bytes(&m, 16384, 1), 1792 << 20);
+        let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+        assert!((mib(compute_bytes(&m, 1, 4096)) - 30.01).abs() < 0.05);
+        assert!((mib(compute_bytes(&m, 1, 16384)) - 42.01).abs() < 0.05);
+    }
+
+    #[test]
+    fn cells_are_padded_per_stream_and_sliding_layers_capped() {
+        assert_eq!(cells(4000, 1), (4096, 1));
+        assert_eq!(
+            cells(1000, 3),
+            (1024, 3),
+            "3000 -> 3072 cells, 1024 per stream"
+        );
+        // gemma-3-1b: 26 layers, 22 sliding (window 512), 1 KV head of 256.
+        let m = ModelShape::from_config_json(
+            include_str!("../../fixtures/models/real/gemma-3-1b-it.json"),
+            "gemma",
+        )
+        .unwrap();
+        let per_cell_layer = 2 * 256 * 2;
+        // Full layers hold 8192 cells, sliding ones 512 + 512 padded to 1024.
+        assert_eq!(
+            kv_bytes(&m, 8192, 1),
+            (4 * 8192 + 22 * 1024) * per_cell_layer
+        );
+    }
+
+    #[test]
+    fn q4_k_m_promotes_the_use_more_bits_layers() {
+        let promoted: Vec<u64> = (0..28).filter(|i| use_more_bits(*i, 28)).collect();
+        assert_eq!(
+            promoted,
+            [0, 1, 2, 5, 8, 11, 14, 17, 20, 23, 24, 25, 26, 27]
+        );
+        // A row of 64 cannot hold a 256-block: Q4_K falls back to Q5_0, Q6_K to Q8_0.
+        assert_eq!(GgmlType::Q4_K.fitted(64), GgmlType::Q5_0);
+        assert_eq!(GgmlType::Q6_K.fitted(64), GgmlType::Q8_0);
+        assert_eq!(GgmlType::Q4_0.fitted(48), GgmlType::F16);
+    }
 }

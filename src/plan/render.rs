@@ -178,7 +178,11 @@ pub fn env(out: &mut dyn Write, plan: &Plan) -> anyhow::Result<()> {
 /// The one-device table's rows: the path, the engine's rendering, threads and KV.
 fn summary_rows(plan: &Plan) -> anyhow::Result<Vec<(&'static str, String)>> {
     let p = &plan.path;
-    let quant = match (&plan.deploy.weights.gguf_type, &p.quantization, p.group_size) {
+    let quant = match (
+        &plan.deploy.weights.gguf_type,
+        &p.quantization,
+        p.group_size,
+    ) {
         (Some(t), _, _) => format!("GGUF {t}"),
         (None, Some(q), Some(g)) => format!("{q}, group {g}"),
         (None, Some(q), None) => q.clone(),

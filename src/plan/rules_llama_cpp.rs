@@ -94,7 +94,10 @@ fn choose_cpu(
         }
         Priority::Fidelity => {
             trace.push(Step::priority(priority, &format!("fidelity first: Q4_K_M, the lowest perplexity at about Q4_0's size in llama-quantize's table ({Q4_K_M_TABLE}, against {Q4_0_TABLE})")));
-            lost.push((PathId::GgufQ4_0, format!("faster, but the least faithful 4-bit type ({Q4_0_TABLE})")));
+            lost.push((
+                PathId::GgufQ4_0,
+                format!("faster, but the least faithful 4-bit type ({Q4_0_TABLE})"),
+            ));
             PathId::GgufQ4KM
         }
     }
@@ -121,7 +124,12 @@ fn choose_gpu(priority: Priority, bf16: bool, trace: &mut Vec<Step>, lost: &mut 
         Priority::Speed => {
             trace.push(Step::priority(priority, &format!("speed first: Q4_0 with the layers offloaded to the GPU; decode reads a quarter of the 16-bit bytes per token ({Q4_0_TABLE})")));
             lost.push((dense, "16 bits per weight: 3.5x the bytes per decoded token of Q4_0; the choice under --priority fidelity".into()));
-            lost.push((PathId::GgufQ4KM, format!("more faithful ({Q4_K_M_TABLE}) and a little larger; Q4_0 is the speed choice")));
+            lost.push((
+                PathId::GgufQ4KM,
+                format!(
+                    "more faithful ({Q4_K_M_TABLE}) and a little larger; Q4_0 is the speed choice"
+                ),
+            ));
             PathId::GgufQ4_0
         }
         Priority::Fidelity => {
@@ -150,8 +158,16 @@ fn cpu_kernels(profile: &Profile, origin: &str) -> Step {
             (
                 outcome,
                 vec![
-                    Fact::new("cpu.features.avx2.usable (else the cpuinfo flag)", json!(avx2), origin.to_string()),
-                    Fact::new("cpu.features.amx_int8.usable (else the cpuinfo flag)", json!(profile.feature_usable("amx_int8")), origin.to_string()),
+                    Fact::new(
+                        "cpu.features.avx2.usable (else the cpuinfo flag)",
+                        json!(avx2),
+                        origin.to_string(),
+                    ),
+                    Fact::new(
+                        "cpu.features.amx_int8.usable (else the cpuinfo flag)",
+                        json!(profile.feature_usable("amx_int8")),
+                        origin.to_string(),
+                    ),
                 ],
             )
         }
@@ -165,7 +181,11 @@ fn cpu_kernels(profile: &Profile, origin: &str) -> Step {
             };
             (
                 outcome,
-                vec![Fact::new("cpu.flags (asimddp = dotprod, i8mm)", json!([("asimddp", dotprod), ("i8mm", i8mm)]), format!("/proc/cpuinfo Features ({origin})"))],
+                vec![Fact::new(
+                    "cpu.flags (asimddp = dotprod, i8mm)",
+                    json!([("asimddp", dotprod), ("i8mm", i8mm)]),
+                    format!("/proc/cpuinfo Features ({origin})"),
+                )],
             )
         }
     };
