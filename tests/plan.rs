@@ -215,9 +215,12 @@ fn existing_cases(dir: &Path) -> (PathBuf, usize) {
         }
         n += 1;
         kept.push_str(&format!(
-            "[[case]]\nprofile = {:?}\npriority = {:?}\nexpect = {:?}\n\n",
+            "[[case]]\nprofile = {:?}\npriority = {:?}\nengine = {:?}\nexpect = {:?}\n\n",
             abs.display().to_string(),
             case["priority"].as_str().unwrap(),
+            case.get("engine")
+                .and_then(|e| e.as_str())
+                .unwrap_or("vllm"),
             case["expect"].as_str().unwrap()
         ));
     }
@@ -243,7 +246,7 @@ fn every_fixture_gives_its_expected_path_at_both_priorities() {
 }
 
 #[test]
-fn expect_toml_covers_every_fixture_profile_at_both_priorities() {
+fn expect_toml_covers_every_fixture_profile_at_both_priorities_for_both_engines() {
     let text = std::fs::read_to_string(fixture("expect.toml")).unwrap();
     let manifest: toml::Value = toml::from_str(&text).unwrap();
     let cases = manifest["case"].as_array().unwrap();
@@ -254,13 +257,17 @@ fn expect_toml_covers_every_fixture_profile_at_both_priorities() {
         }
         let rel = format!("profiles/{}", path.file_name().unwrap().to_string_lossy());
         for priority in ["speed", "fidelity"] {
-            let covered = cases.iter().any(|c| {
-                c["profile"].as_str() == Some(&rel) && c["priority"].as_str() == Some(priority)
-            });
-            assert!(
-                covered,
-                "fixtures/expect.toml has no {priority} case for {rel}"
-            );
+            for engine in ["vllm", "llama.cpp"] {
+                let covered = cases.iter().any(|c| {
+                    c["profile"].as_str() == Some(&rel)
+                        && c["priority"].as_str() == Some(priority)
+                        && c.get("engine").and_then(|e| e.as_str()).unwrap_or("vllm") == engine
+                });
+                assert!(
+                    covered,
+                    "fixtures/expect.toml has no {priority} case for {rel} with {engine}"
+                );
+            }
         }
     }
 }

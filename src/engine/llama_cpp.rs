@@ -15,7 +15,8 @@
 //!   memory fit's compute buffer is sized for that micro-batch;
 //! - `--flash-attn on` (llama.cpp's default is `auto`): the memory fit sizes the compute
 //!   buffer for flash attention, which every backend edgeplan plans for has;
-//! - on a GPU, `--n-gpu-layers` from the fit (`all` when everything fits).
+//! - on a GPU, `--n-gpu-layers all`, or from a `--model` fit that offloads part of the
+//!   model, the layers the GPU holds plus the head (llama.cpp counts it as a layer).
 //!
 //! There is no environment to set: llama-server reads its settings from flags.
 

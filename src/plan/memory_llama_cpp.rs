@@ -317,6 +317,54 @@ pub fn compute_bytes(model: &ModelShape, seqs: u64, cells_per_stream: u64) -> u6
         .saturating_add(mask)
 }
 
+/// What a partial offload divides between the GPU and the CPU.
+struct Split<'a> {
+    weights: &'a WeightBytes,
+    duplicated_head_bytes: u64,
+    kv: u64,
+    compute: u64,
+    layers: u64,
+}
+
+/// A partial offload that fits: `--n-gpu-layers` (the repeating layers on the GPU plus
+/// the head, which llama.cpp counts as one more layer: common/arg.cpp, llama-model.cpp)
+/// and the note that says how the model is split.
+struct Offload {
+    n_gpu_layers: u64,
+    note: String,
+}
+
+/// On a discrete GPU whose memory cannot hold every layer: the most decoder layers the
+/// GPU holds with the head and the compute buffer (each layer with its weights and its
+/// KV), the rest and the embedding in the CPU's RAM; `None` when not one layer fits
+/// there or the rest does not fit the RAM budget (both less the headroom).
+fn partial_offload(profile: &Profile, headroom: f64, split: &Split<'_>) -> Option<Offload> {
+    let keep = |b: u64| (b as f64 * (1.0 - headroom)) as u64;
+    let gpu = keep(memory::budget(profile).0?);
+    let ram = keep(profile.memory.ram_budget()?.bytes());
+    let n = split.layers.max(1);
+    let per_layer = (split.weights.linears / n).saturating_add(split.kv / n);
+    let head = split.weights.lm_head.max(split.duplicated_head_bytes);
+    let room = gpu.checked_sub(head.saturating_add(split.compute))?;
+    let on_gpu = (room / per_layer.max(1)).min(n - 1);
+    if on_gpu == 0 {
+        return None;
+    }
+    let on_cpu = (n - on_gpu).saturating_mul(per_layer);
+    let cpu_bytes = on_cpu
+        .saturating_add(split.weights.embedding)
+        .saturating_add(split.weights.norms);
+    (cpu_bytes <= ram).then(|| Offload {
+        n_gpu_layers: on_gpu + 1,
+        note: format!(
+            "the whole model does not fit the GPU: {on_gpu} of {n} layers and the head are offloaded (--n-gpu-layers {}), the other {} layers, their KV and the embedding ({} bytes) stay in RAM, which runs them on the CPU at CPU speed",
+            on_gpu + 1,
+            n - on_gpu,
+            cpu_bytes
+        ),
+    })
+}
+
 /// The fit of `request` on `profile` for the llama.cpp path `path`.
 pub fn fit(profile: &Profile, path: &PathSpec, request: &FitRequest) -> MemoryFit {
     let model = &request.model;
@@ -356,7 +404,7 @@ pub fn fit(profile: &Profile, path: &PathSpec, request: &FitRequest) -> MemoryFi
         profile,
         request,
         memory::EngineParts {
-            weights,
+            weights: weights.clone(),
             weights_bytes,
             fixed_bytes: compute_bytes(model, seqs, 0),
             kv_bytes: kv,
@@ -365,7 +413,24 @@ pub fn fit(profile: &Profile, path: &PathSpec, request: &FitRequest) -> MemoryFi
     );
     // llama.cpp's cache is f16 unless told (--cache-type-k/v, which plans do not set).
     fit.kv_dtype = KvDtype::Fp16;
-    let gpu_layers = on_gpu.then_some(model.num_hidden_layers);
+    let mut gpu_layers = None;
+    if profile.hardware_class == HardwareClass::CudaDiscrete && fit.fits == Some(false) {
+        let split = Split {
+            weights: &weights,
+            duplicated_head_bytes,
+            kv,
+            compute,
+            layers: model.num_hidden_layers,
+        };
+        if let Some(offload) = partial_offload(profile, request.headroom, &split) {
+            fit.fits = Some(true);
+            // The limits were searched for the GPU alone; with a split they are not known.
+            fit.max_context = None;
+            fit.max_concurrency = None;
+            fit.notes.push(offload.note);
+            gpu_layers = Some(offload.n_gpu_layers);
+        }
+    }
     fit.llama_cpp = Some(LlamaCppMemory {
         file_type: path.gguf_type.clone().unwrap_or_default(),
         head_type: format!("{head_type:?}"),
@@ -480,5 +545,37 @@ mod tests {
         assert_eq!(GgmlType::Q4_K.fitted(64), GgmlType::Q5_0);
         assert_eq!(GgmlType::Q6_K.fitted(64), GgmlType::Q8_0);
         assert_eq!(GgmlType::Q4_0.fitted(48), GgmlType::F16);
+    }
+
+    /// Llama 3.1 8B in f16 on a T4 (15.35 GiB): the 16-bit file does not fit the GPU,
+    /// so part of it is offloaded and the rest stays in RAM (29 GiB available).
+    #[test]
+    fn a_gpu_too_small_for_the_file_offloads_part_of_it() {
+        let t4 = Profile::from_json(
+            include_str!("../../fixtures/profiles/hand-cuda-t4.json"),
+            "hand-cuda-t4.json",
+        )
+        .unwrap();
+        let catalog = crate::plan::Catalog::builtin();
+        let request = |context| FitRequest {
+            model: ModelShape::load("llama-3.1-8b").unwrap(),
+            context,
+            concurrency: 1,
+            kv_dtype: KvDtype::Bf16,
+            headroom: memory::DEFAULT_HEADROOM,
+        };
+        let f16 = catalog.path(crate::plan::catalog::PathId::GgufF16);
+        let split = fit(&t4, f16, &request(8192));
+        assert_eq!(split.fits, Some(true), "{:?}", split.notes);
+        let layers = split.llama_cpp.as_ref().unwrap().gpu_layers.unwrap();
+        // 0.9 x 15.35 GiB less the 1 GiB f16 head and the compute buffer, at about
+        // 0.47 GiB per layer (weights and 8k of KV): 26 of 32 layers, and the head.
+        assert!((20..32).contains(&layers), "{layers}");
+        assert!(split.notes.iter().any(|n| n.contains("--n-gpu-layers")));
+        // Q4_0 fits whole: no partial offload.
+        let q4 = catalog.path(crate::plan::catalog::PathId::GgufQ4_0);
+        let whole = fit(&t4, q4, &request(8192));
+        assert_eq!(whole.fits, Some(true));
+        assert_eq!(whole.llama_cpp.unwrap().gpu_layers, None);
     }
 }

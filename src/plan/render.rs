@@ -175,10 +175,10 @@ pub fn env(out: &mut dyn Write, plan: &Plan) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The one-device table's rows: the path, the engine's rendering, threads and KV.
-fn summary_rows(plan: &Plan) -> anyhow::Result<Vec<(&'static str, String)>> {
+/// The quantization row: a GGUF type, or the checkpoint's format and group.
+fn quantization_cell(plan: &Plan) -> String {
     let p = &plan.path;
-    let quant = match (
+    match (
         &plan.deploy.weights.gguf_type,
         &p.quantization,
         p.group_size,
@@ -187,7 +187,13 @@ fn summary_rows(plan: &Plan) -> anyhow::Result<Vec<(&'static str, String)>> {
         (None, Some(q), Some(g)) => format!("{q}, group {g}"),
         (None, Some(q), None) => q.clone(),
         (None, None, _) => "none".into(),
-    };
+    }
+}
+
+/// The one-device table's rows: the path, the engine's rendering, threads and KV.
+fn summary_rows(plan: &Plan) -> anyhow::Result<Vec<(&'static str, String)>> {
+    let p = &plan.path;
+    let quant = quantization_cell(plan);
     let bits = p
         .bits_per_weight
         .map(|b| format!("{b}"))
