@@ -22,6 +22,10 @@
 #     buffer must each be within 5% of what the file holds and llama.cpp logs
 #     allocating (check_llama_memory.py).
 #
+#  5. Every fixture profile at both priorities, with and without a --model fit: the
+#     flags through llama-server's own parser (CPU and GPU plans alike; a CPU build
+#     accepts --n-gpu-layers with a warning).
+#
 # Usage: e2e_llama.sh EDGEPLAN_BINARY [WORK_DIR]
 # Env: EDGEPLAN_ENGINES_CACHE, E2E_SERVE_TIMEOUT (seconds, default 600).
 set -euo pipefail
@@ -159,4 +163,27 @@ for case in "tiny 4096 $WORK/gguf-speed" "tiny 8192 $WORK/gguf-speed" \
 done
 [ "$off" = 0 ] || die "$off of 4 memory fits are off by more than 5% from llama.cpp's report"
 lap "memory fits"
+
+# 5. Every fixture profile at both priorities, with and without a --model fit: its flags
+#    through llama-server's own parser (a bad flag stops it with "invalid argument";
+#    good flags get as far as loading the model, which does not exist here).
+checked=0
+for profile in "$ROOT"/fixtures/profiles/*.json; do
+  for priority in speed fidelity; do
+    for fit in "" "--model qwen3-1.7b --context 8192"; do
+      # shellcheck disable=SC2086 # $fit is two flags or none
+      args=$("$EDGEPLAN" plan --engine llama.cpp --priority "$priority" --profile "$profile" $fit --format args 2>/dev/null) || continue
+      # shellcheck disable=SC2086 # the flags, split on purpose
+      out=$(timeout 60 "$EDGEPLAN_LLAMA_CPP/build/bin/llama-server" --model "$WORK/absent.gguf" $args \
+        --host 127.0.0.1 --port "$(free_port)" 2>&1 || true)
+      if grep -q "invalid argument\|error while handling argument" <<<"$out" || ! grep -q "failed to load model" <<<"$out"; then
+        echo "$out" | tail -n 5 >&2
+        die "llama-server rejects the flags for $(basename "$profile") ($priority${fit:+, $fit}): $args"
+      fi
+      checked=$((checked + 1))
+    done
+  done
+done
+[ "$checked" -ge 40 ] || die "only $checked fixture renderings were checked"
+lap "$checked fixture renderings through llama-server's parser"
 say "ok"
