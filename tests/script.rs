@@ -275,6 +275,40 @@ fn a_llama_cpp_script_stops_early_naming_what_is_missing() {
         !out_dir.exists(),
         "nothing is written before the tools are there"
     );
+    // Tools present, but the conversion fails: the run leaves no OUT_DIR behind.
+    use std::os::unix::fs::PermissionsExt;
+    let exe = |path: &std::path::Path, text: &str| {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    let tree = dir.path().join("tree");
+    exe(&tree.join("build/bin/llama-server"), "#!/bin/sh\nexit 0\n");
+    exe(
+        &tree.join("build/bin/llama-quantize"),
+        "#!/bin/sh\nexit 0\n",
+    );
+    std::fs::write(tree.join("convert_hf_to_gguf.py"), "").unwrap();
+    let venv = dir.path().join("venv");
+    // The environment's python passes the import check and fails the conversion.
+    exe(
+        &venv.join("bin/python"),
+        "#!/bin/sh\n[ \"$1\" = -c ] && exit 0\necho conversion failed >&2\nexit 1\n",
+    );
+    let out = run(
+        &[dir.path(), &out_dir],
+        &[
+            ("EDGEPLAN_LLAMA_CPP", tree.as_os_str()),
+            ("EDGEPLAN_CONVERT_VENV", venv.as_os_str()),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the GGUF conversion failed"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!out_dir.exists(), "a failed build leaves no OUT_DIR");
 }
 
 #[test]

@@ -11,8 +11,9 @@
 //! (scripts/engines/convert.lock, the one CI installs from). The converter runs through
 //! scripts/engines/llama_convert.py (embedded), which is the converter itself plus one
 //! option: `EDGEPLAN_GGUF_PRE_TOKENIZER` names the BPE pre-tokenizer of a tokenizer the
-//! converter does not recognise. Nothing is left in OUT_DIR on failure: the files are
-//! written to a private temporary directory beside it and moved in at the end.
+//! converter does not recognise. A failed run leaves nothing: the files are written to
+//! a private temporary directory inside OUT_DIR and moved into place at the end; on
+//! failure that directory goes, and OUT_DIR too when the run created it.
 
 use std::fmt::Write as _;
 
@@ -228,9 +229,12 @@ if [ ! -x "$CONVERT_VENV/bin/python" ]; then
     install_convert_env "$CONVERT_VENV" || fail "could not create $CONVERT_VENV (see pip's output above)"
 fi
 "$CONVERT_VENV/bin/python" -c 'import torch, transformers, gguf' || fail "$CONVERT_VENV lacks torch, transformers or gguf"
-mkdir -p "$OUT_DIR"
+# A failed run leaves nothing: the work directory goes, and OUT_DIR too if this run made it
+# (rmdir removes it only when empty).
+CREATED_OUT=
+[ -d "$OUT_DIR" ] || {{ mkdir -p "$OUT_DIR"; CREATED_OUT=1; }}
 WORK=$(mktemp -d "$OUT_DIR/.edgeplan-build.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+trap 'rm -rf "$WORK"; [ -z "$CREATED_OUT" ] || rmdir "$OUT_DIR" 2>/dev/null || true' EXIT
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 PRE=()
 [ -z "${{EDGEPLAN_GGUF_PRE_TOKENIZER:-}}" ] || PRE=(--pre-tokenizer "$EDGEPLAN_GGUF_PRE_TOKENIZER")

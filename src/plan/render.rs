@@ -160,6 +160,10 @@ pub fn env_vars(plan: &Plan) -> Vec<(&'static str, String)> {
             "EDGEPLAN_KV_CACHE_BYTES",
             opt(plan.deploy.kv_cache_bytes.map(|b| b.to_string())),
         ),
+        (
+            "EDGEPLAN_GGUF_TYPE",
+            opt(plan.deploy.weights.gguf_type.clone()),
+        ),
     ];
     if let Some(fit) = &plan.memory {
         vars.extend(memory::env_vars(fit));
@@ -619,7 +623,7 @@ EDGEPLAN_BITS_PER_WEIGHT=4.25\nEDGEPLAN_BUILD_WITH='edgeplan plan --format scrip
 EDGEPLAN_RUNS_IN_VLLM=1\nEDGEPLAN_VERIFIED=inferred\nEDGEPLAN_ENGINE=someengine\n\
 EDGEPLAN_ENGINE_PACKAGE=someengine==1.0\nEDGEPLAN_ENGINE_COMMAND='serve-it now'\n\
 EDGEPLAN_ENGINE_ARGS='--a 1 --b x'\nEDGEPLAN_ENGINE_ENV='SOME_VAR=0 OTHER=0-5'\nEDGEPLAN_THREADS=6\n\
-EDGEPLAN_CPUS=''\nEDGEPLAN_KV_CACHE_BYTES=4294967296\n";
+EDGEPLAN_CPUS=''\nEDGEPLAN_KV_CACHE_BYTES=4294967296\nEDGEPLAN_GGUF_TYPE=''\n";
         assert_eq!(text, want);
     }
 
