@@ -58,6 +58,28 @@ fn script_for_engine(profile: &Path, priority: &str, engine: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// Runs the script `file` with `args` under bash, with `env` and no EDGEPLAN_* variable
+/// of the caller's.
+fn run_script(
+    file: &Path,
+    args: &[&Path],
+    env: &[(&str, &std::ffi::OsStr)],
+) -> std::process::Output {
+    let mut cmd = std::process::Command::new("/bin/bash");
+    cmd.arg(file).args(args);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("EDGEPLAN_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.envs(env.iter().copied());
+    cmd.output().unwrap()
+}
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
 fn python_ok() -> bool {
     std::process::Command::new("python3")
         .arg("--version")
@@ -239,18 +261,7 @@ fn a_llama_cpp_script_stops_early_naming_what_is_missing() {
         "llama.cpp",
     );
     std::fs::write(&file, script).unwrap();
-    let run = |args: &[&std::path::Path], env: &[(&str, &std::ffi::OsStr)]| {
-        let mut cmd = std::process::Command::new("/bin/bash");
-        cmd.arg(&file).args(args);
-        for (k, _) in std::env::vars() {
-            if k.starts_with("EDGEPLAN_") {
-                cmd.env_remove(k);
-            }
-        }
-        cmd.envs(env.iter().copied());
-        cmd.output().unwrap()
-    };
-    let stderr = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).into_owned();
+    let run = |args: &[&Path], env: &[(&str, &std::ffi::OsStr)]| run_script(&file, args, env);
     let out = run(&[], &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("usage:"));
@@ -320,18 +331,7 @@ fn a_script_stops_early_naming_what_is_missing() {
         script_for(&fixture("profiles/hand-x86-amx-usable.json"), "speed"),
     )
     .unwrap();
-    let run = |args: &[&std::path::Path], env: &[(&str, &std::ffi::OsStr)]| {
-        let mut cmd = std::process::Command::new("/bin/bash");
-        cmd.arg(&file).args(args);
-        for (k, _) in std::env::vars() {
-            if k.starts_with("EDGEPLAN_") {
-                cmd.env_remove(k);
-            }
-        }
-        cmd.envs(env.iter().copied());
-        cmd.output().unwrap()
-    };
-    let stderr = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).into_owned();
+    let run = |args: &[&Path], env: &[(&str, &std::ffi::OsStr)]| run_script(&file, args, env);
     // No model: usage, exit 2.
     let out = run(&[], &[]);
     assert_eq!(out.status.code(), Some(2));

@@ -21,3 +21,38 @@ pub fn fixture(rel: &str) -> std::path::PathBuf {
         .join("fixtures")
         .join(rel)
 }
+
+/// Runs an engine's end-to-end script (scripts/engines/`script` BINARY WORK) with this
+/// host's plan (no caller EDGEPLAN_* settings but the engines' cache), prints its log,
+/// and asserts that it succeeded and said `done`. `EDGEPLAN_ENGINE_TESTS=0` is the one
+/// way to leave it out (a fast local loop; CI never sets it): it fails, never skips,
+/// when the engine cannot be installed.
+#[allow(dead_code)]
+pub fn engine_end_to_end(script: &str, done: &str) {
+    if std::env::var("EDGEPLAN_ENGINE_TESTS").as_deref() == Ok("0") {
+        eprintln!("NOT RUN: EDGEPLAN_ENGINE_TESTS=0 was set; {script} did not run");
+        return;
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let work = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("edgeplan");
+    let mut cmd = std::process::Command::new("bash");
+    cmd.arg(root.join("scripts/engines").join(script))
+        .arg(&bin)
+        .arg(work.path())
+        .current_dir(root);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("EDGEPLAN_") && key != "EDGEPLAN_ENGINES_CACHE" {
+            cmd.env_remove(key);
+        }
+    }
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{stderr}");
+    assert!(
+        out.status.success(),
+        "{script} failed (exit {:?}); its log is above",
+        out.status.code()
+    );
+    assert!(stderr.contains(done), "{stderr}");
+}

@@ -27,19 +27,11 @@
 #     accepts --n-gpu-layers with a warning).
 #
 # Usage: e2e_llama.sh EDGEPLAN_BINARY [WORK_DIR]
-# Env: EDGEPLAN_ENGINES_CACHE, E2E_SERVE_TIMEOUT (seconds, default 600).
+# Env: EDGEPLAN_ENGINES_CACHE, E2E_SERVE_TIMEOUT (seconds, default 900).
 set -euo pipefail
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ROOT="$(cd "$HERE/../.." && pwd)"
-EDGEPLAN="${1:?usage: e2e_llama.sh EDGEPLAN_BINARY [WORK_DIR]}"
-WORK="${2:-$(mktemp -d /tmp/edgeplan-e2e-llama.XXXXXX)}"
-TIMEOUT="${E2E_SERVE_TIMEOUT:-600}"
-mkdir -p "$WORK"
-
-say() { echo "e2e-llama: $*" >&2; }
-die() { echo "e2e-llama: FAIL: $*" >&2; exit 1; }
-t0=$SECONDS
-lap() { say "$1 done at $((SECONDS - t0)) s"; }
+E2E_NAME=e2e-llama
+# shellcheck source=scripts/engines/e2e_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
 
 bash "$HERE/llama_install.sh" >"$WORK/llama.env" || die "llama_install.sh failed"
 # shellcheck disable=SC1091
@@ -54,16 +46,6 @@ lap install
   >"$WORK/qwen.log" 2>&1 || { tail -n 30 "$WORK/qwen.log" >&2; die "Qwen3-0.6B-shaped model"; }
 lap "models"
 
-SERVER_PID=""
-stop_server() {
-  [ -n "$SERVER_PID" ] || return 0
-  kill -TERM -- "-$SERVER_PID" 2>/dev/null || true
-  for _ in $(seq 1 30); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 1; done
-  kill -KILL -- "-$SERVER_PID" 2>/dev/null || true
-  wait "$SERVER_PID" 2>/dev/null || true
-  SERVER_PID=""
-}
-trap stop_server EXIT
 
 free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 

@@ -24,17 +24,9 @@
 #      E2E_PROFILE (plan for this profile instead of probing the host: to run another
 #      host's branch here, e.g. the AVX2-only one with vLLM's AVX2 build forced).
 set -euo pipefail
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ROOT="$(cd "$HERE/../.." && pwd)"
-EDGEPLAN="${1:?usage: e2e_plan.sh EDGEPLAN_BINARY [WORK_DIR]}"
-WORK="${2:-$(mktemp -d /tmp/edgeplan-e2e.XXXXXX)}"
-TIMEOUT="${E2E_SERVE_TIMEOUT:-900}"
-mkdir -p "$WORK"
-
-say() { echo "e2e: $*" >&2; }
-die() { echo "e2e: FAIL: $*" >&2; exit 1; }
-t0=$SECONDS
-lap() { say "$1 done at $((SECONDS - t0)) s"; }
+E2E_NAME=e2e
+# shellcheck source=scripts/engines/e2e_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
 
 bash "$HERE/install.sh" >"$WORK/venvs.env" || die "install.sh failed"
 # shellcheck disable=SC1091
@@ -47,16 +39,6 @@ lap install
   --calibration "$WORK/calib.txt" >"$WORK/tiny.log" 2>&1 || { tail -n 30 "$WORK/tiny.log" >&2; die "tiny model"; }
 lap "tiny model"
 
-SERVER_PID=""
-stop_server() {
-  [ -n "$SERVER_PID" ] || return 0
-  kill -TERM -- "-$SERVER_PID" 2>/dev/null || true
-  for _ in $(seq 1 30); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 1; done
-  kill -KILL -- "-$SERVER_PID" 2>/dev/null || true
-  wait "$SERVER_PID" 2>/dev/null || true
-  SERVER_PID=""
-}
-trap stop_server EXIT
 
 # run_script NAME SCRIPT LOG EXPECT_REGEX REFUSE_REGEX: runs the emitted script in its own
 # process group (it builds, then execs the server), waits for the server, asks for a

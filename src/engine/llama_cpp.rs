@@ -99,17 +99,6 @@ fn kwargs(plan: &Plan) -> Map<String, Value> {
     kw
 }
 
-/// The options as command-line tokens: `--ctx-size 4096`.
-fn flags(kwargs: &Map<String, Value>) -> Vec<String> {
-    kwargs
-        .iter()
-        .flat_map(|(k, v)| {
-            let value = v.as_str().map_or_else(|| v.to_string(), str::to_string);
-            [format!("--{}", k.replace('_', "-")), value]
-        })
-        .collect()
-}
-
 /// What the rendering chose, for the plan's readers.
 fn notes(plan: &Plan) -> Vec<String> {
     let d = &plan.deploy;
@@ -153,7 +142,7 @@ pub fn render_with_kwargs(plan: &Plan) -> (EngineRendering, Map<String, Value>) 
             runs: true,
             package: Some(PACKAGE.into()),
             command: COMMAND.iter().map(|s| s.to_string()).collect(),
-            flags: flags(&kwargs),
+            flags: super::common::flags_of(&kwargs),
             env: Vec::new(),
             notes: notes(plan),
         }

@@ -54,29 +54,12 @@ pub fn script(plan: &Plan, _profile: &Profile) -> anyhow::Result<String> {
             plan.path.name
         )));
     };
-    let device: String = plan
-        .device
-        .as_deref()
-        .unwrap_or("this device")
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
     let mut s = String::new();
-    writeln!(s, "#!/usr/bin/env bash")?;
-    writeln!(
-        s,
-        "# Written by `edgeplan plan --engine llama.cpp --format script` ({} {}) for {device}:",
-        env!("CARGO_PKG_NAME"),
-        env!("CARGO_PKG_VERSION")
-    )?;
-    writeln!(
-        s,
-        "# path {}, priority {}, class {}; engine {} (checked against {}).",
-        plan.path.name,
-        plan.priority.as_str(),
-        plan.hardware_class,
-        rendering.name,
-        rendering.checked_against.join(", ")
+    super::common::script_opening(
+        &mut s,
+        plan,
+        &rendering,
+        "edgeplan plan --engine llama.cpp --format script",
     )?;
     header(&mut s, &rendering, gguf_type, d.target == Target::Gpu)?;
     functions(&mut s, d.target == Target::Gpu)?;

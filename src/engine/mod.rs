@@ -11,6 +11,7 @@
 //!
 //! [`Deployment`]: crate::plan::schema::Deployment
 
+mod common;
 pub mod llama_cpp;
 pub mod llama_cpp_script;
 pub mod vllm;

@@ -88,17 +88,6 @@ fn kwargs(plan: &Plan) -> Map<String, Value> {
     kw
 }
 
-/// The kwargs as command-line tokens: `--max-model-len 4096`.
-fn flags(kwargs: &Map<String, Value>) -> Vec<String> {
-    kwargs
-        .iter()
-        .flat_map(|(k, v)| {
-            let value = v.as_str().map_or_else(|| v.to_string(), str::to_string);
-            [format!("--{}", k.replace('_', "-")), value]
-        })
-        .collect()
-}
-
 /// The environment vLLM reads for this plan.
 fn env(plan: &Plan) -> Vec<EnvVar> {
     let d = &plan.deploy;
@@ -183,7 +172,7 @@ fn rendering(plan: &Plan, kwargs: &Map<String, Value>) -> EngineRendering {
         runs: true,
         package: Some(package.into()),
         command: command.iter().map(|s| s.to_string()).collect(),
-        flags: flags(kwargs),
+        flags: super::common::flags_of(kwargs),
         env: env(plan),
         notes: notes(plan),
     }

@@ -71,31 +71,7 @@ fn kind(plan: &Plan, rendering: &EngineRendering) -> anyhow::Result<Kind> {
 pub fn script(plan: &Plan, profile: &Profile) -> anyhow::Result<String> {
     let rendering = vllm::render(plan);
     let mut s = String::new();
-    // The label is the profile's, free text: a newline in it would end the comment and
-    // run the rest as a command.
-    let device: String = plan
-        .device
-        .as_deref()
-        .unwrap_or("this device")
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    writeln!(s, "#!/usr/bin/env bash")?;
-    writeln!(
-        s,
-        "# Written by `edgeplan plan --format script` ({} {}) for {device}:",
-        env!("CARGO_PKG_NAME"),
-        env!("CARGO_PKG_VERSION")
-    )?;
-    writeln!(
-        s,
-        "# path {}, priority {}, class {}; engine {} (checked against {}).",
-        plan.path.name,
-        plan.priority.as_str(),
-        plan.hardware_class,
-        rendering.name,
-        rendering.checked_against.join(", ")
-    )?;
+    super::common::script_opening(&mut s, plan, &rendering, "edgeplan plan --format script")?;
     match kind(plan, &rendering)? {
         Kind::Gptq => gptq(&mut s, plan, &rendering)?,
         Kind::ServeCpu16 => serve_cpu16(&mut s, &rendering)?,
