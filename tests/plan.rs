@@ -273,6 +273,61 @@ fn expect_toml_covers_every_fixture_profile_at_both_priorities_for_both_engines(
 }
 
 #[test]
+fn a_catalog_without_llama_cpp_paths_plans_for_vllm_but_not_for_llama_cpp() {
+    let catalog = fixture("catalogs/cpu-bf16.toml");
+    let amx = profile("hand-x86-amx-usable");
+    edgeplan()
+        .args(["plan", "--format", "args", "--catalog"])
+        .arg(&catalog)
+        .arg("--profile")
+        .arg(&amx)
+        .assert()
+        .success();
+    edgeplan()
+        .args(["plan", "--engine", "llama.cpp", "--catalog"])
+        .arg(&catalog)
+        .arg("--profile")
+        .arg(&amx)
+        .assert()
+        .code(65)
+        .stdout("")
+        .stderr(predicate::str::contains(
+            "planning for llama.cpp needs all of: gguf-q4_0, gguf-q4_k_m, gguf-bf16, gguf-f16",
+        ));
+}
+
+#[test]
+fn a_check_case_must_expect_a_path_of_its_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("m.toml");
+    let amx = profile("hand-x86-amx-usable");
+    let case = |engine: &str, expect: &str| {
+        format!(
+            "[[case]]\nprofile = {:?}\nengine = {engine:?}\nexpect = {expect:?}\n",
+            amx.display().to_string()
+        )
+    };
+    std::fs::write(&manifest, case("vllm", "gguf-q4_0")).unwrap();
+    edgeplan()
+        .arg("check")
+        .arg(&manifest)
+        .assert()
+        .code(65)
+        .stderr(predicate::str::contains(
+            "is a llama.cpp path, but the case plans for vllm",
+        ));
+    std::fs::write(&manifest, case("llama.cpp", "gguf-q4_0")).unwrap();
+    edgeplan()
+        .arg("check")
+        .arg(&manifest)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("speed, llama.cpp"));
+    std::fs::write(&manifest, case("ollama", "gguf-q4_0")).unwrap();
+    edgeplan().arg("check").arg(&manifest).assert().code(65);
+}
+
+#[test]
 fn check_fails_with_1_on_a_wrong_expectation_and_65_on_a_bad_manifest() {
     let dir = tempfile::tempdir().unwrap();
     let wrong = dir.path().join("wrong.toml");
