@@ -1,5 +1,5 @@
-//! What the engine renderings share: option maps as flags, and a build script's opening
-//! lines. Nothing here knows an engine.
+//! What the engine renderings share: option maps as flags, a build script's opening
+//! lines, its failure helpers and its pinned lists. Nothing here knows an engine.
 
 use std::fmt::Write as _;
 
@@ -7,6 +7,26 @@ use serde_json::{Map, Value};
 
 use crate::plan::Plan;
 use crate::plan::schema::EngineRendering;
+
+/// The shell helpers every build script starts with: `fail MESSAGE` and
+/// `need_cmd COMMAND WHY`. A macro so that scripts can `concat!` more helpers to it.
+macro_rules! shell_fail_fns {
+    () => {
+        r#"fail() { echo "${0##*/}: $*" >&2; exit 1; }
+need_cmd() { command -v "$1" >/dev/null 2>&1 || fail "needs \`$1\` on PATH ($2)"; }
+"#
+    };
+}
+pub(super) use shell_fail_fns;
+
+/// A lock file's requirement lines, comments and blank lines dropped, one per line.
+pub(super) fn lock_lines(lock: &str) -> String {
+    lock.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
 
 /// An engine's options as command-line tokens: `max_model_len: 4096` becomes
 /// `--max-model-len 4096`. Both engines spell their long flags so.

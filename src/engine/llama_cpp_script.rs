@@ -40,6 +40,9 @@ const CONVERT_LOCK: &str = include_str!("../../scripts/engines/convert.lock");
 /// The converter wrapper (CI runs the same file).
 const CONVERT_PY: &str = include_str!("../../scripts/engines/llama_convert.py");
 
+/// `fail` and `need_cmd`, as every build script has them.
+const SHELL_FAIL_FNS: &str = super::common::shell_fail_fns!();
+
 /// Where the script looks for the tree and the converter environment, under `$HOME`.
 const TREE_DEFAULT: &str = ".cache/edgeplan/llama.cpp-b11312";
 const CONVERT_VENV_DEFAULT: &str = ".cache/edgeplan/venv-convert-llama.cpp-b11312";
@@ -142,18 +145,11 @@ fn header(
 /// The shell functions: failure, checks, and the two installers.
 fn functions(s: &mut String, gpu: bool) -> std::fmt::Result {
     let cuda = if gpu { " -DGGML_CUDA=ON" } else { "" };
-    let lock: String = CONVERT_LOCK
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(|l| format!("{l}\n"))
-        .collect();
+    let lock = super::common::lock_lines(CONVERT_LOCK);
     write!(
         s,
         r#"set -euo pipefail
-fail() {{ echo "${{0##*/}}: $*" >&2; exit 1; }}
-need_cmd() {{ command -v "$1" >/dev/null 2>&1 || fail "needs \`$1\` on PATH ($2)"; }}
-# Builds llama-server and llama-quantize of the pinned llama.cpp into the tree $1.
+{SHELL_FAIL_FNS}# Builds llama-server and llama-quantize of the pinned llama.cpp into the tree $1.
 build_llama_cpp() {{
     local dest=$1 work src sdist=llama_cpp_python-{SDIST_VERSION}.tar.gz
     for c in cc c++ tar sha256sum; do need_cmd "$c" "to build llama.cpp"; done

