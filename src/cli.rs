@@ -262,6 +262,17 @@ pub struct BenchArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: BenchFormatArg,
+    /// Also time this engine's own kernels on the model's shapes (vllm: stock vLLM's CPU
+    /// kernels, run by its Python; llama.cpp: llama-bench) and say which build to deploy
+    /// with it on this host.
+    #[arg(long, value_enum, value_name = "ENGINE")]
+    pub engine: Option<EngineArg>,
+    /// The Python that vLLM is installed in (with --engine vllm; default: python3 on PATH).
+    #[arg(long, value_name = "PATH")]
+    pub python: Option<PathBuf>,
+    /// llama.cpp's llama-bench (with --engine llama.cpp; default: llama-bench on PATH).
+    #[arg(long, value_name = "PATH")]
+    pub llama_bench: Option<PathBuf>,
 }
 
 /// The parsed command line as the request its command runs.
@@ -462,7 +473,9 @@ fn bench_request(args: BenchArgs) -> anyhow::Result<BenchCommand> {
             }
         },
     };
+    let engine = engine_choice(args.engine, args.python, args.llama_bench)?;
     let request = BenchRequest {
+        engine,
         model: match args.model_config {
             Some(path) => ModelSpec::Config(path),
             None => ModelSpec::Preset(args.model),
@@ -486,6 +499,31 @@ fn bench_request(args: BenchArgs) -> anyhow::Result<BenchCommand> {
         json: args.format == BenchFormatArg::Json,
     };
     Ok(BenchCommand { request, executor })
+}
+
+/// `--engine` with the program flag that belongs to it; the other engine's flag, or a
+/// program flag without `--engine`, is a usage error.
+fn engine_choice(
+    engine: Option<EngineArg>,
+    python: Option<PathBuf>,
+    llama_bench: Option<PathBuf>,
+) -> anyhow::Result<Option<crate::bench::request::EngineChoice>> {
+    use crate::bench::request::EngineChoice;
+    match (engine, python, llama_bench) {
+        (None, None, None) => Ok(None),
+        (None, Some(_), _) => Err(usage("--python: give it with --engine vllm")),
+        (None, None, Some(_)) => Err(usage("--llama-bench: give it with --engine llama.cpp")),
+        (Some(EngineArg::Vllm), python, None) => Ok(Some(EngineChoice::Vllm { python })),
+        (Some(EngineArg::Vllm), _, Some(_)) => Err(usage(
+            "--llama-bench: belongs to --engine llama.cpp; vLLM runs under --python",
+        )),
+        (Some(EngineArg::LlamaCpp), None, llama_bench) => {
+            Ok(Some(EngineChoice::LlamaCpp { llama_bench }))
+        }
+        (Some(EngineArg::LlamaCpp), Some(_), _) => Err(usage(
+            "--python: belongs to --engine vllm; llama.cpp runs under --llama-bench",
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -22,6 +22,9 @@ pub enum Exit {
     DataErr = 65,
     /// An input file or sysroot does not exist.
     NoInput = 66,
+    /// A program edgeplan needs is not installed or not usable (`bench --engine`: the
+    /// engine, its Python, `llama-bench`); sysexits' EX_UNAVAILABLE.
+    Unavailable = 69,
     /// Internal error: a bug.
     Software = 70,
     /// I/O error while reading or writing.
@@ -73,6 +76,15 @@ pub fn data_error(message: impl Into<String>) -> anyhow::Error {
 pub fn no_input(message: impl Into<String>) -> anyhow::Error {
     Coded {
         exit: Exit::NoInput,
+        message: message.into(),
+    }
+    .into()
+}
+
+/// A required program is missing or unusable (exit 69).
+pub fn unavailable(message: impl Into<String>) -> anyhow::Error {
+    Coded {
+        exit: Exit::Unavailable,
         message: message.into(),
     }
     .into()

@@ -515,6 +515,7 @@ fn assemble(
         fidelity: race.fidelity,
         paired: Some(race.paired),
         verdict,
+        engine: None,
         notes,
     }
 }

@@ -15,6 +15,7 @@
 pub mod backend;
 pub mod bandwidth;
 pub mod clock;
+pub mod engine;
 pub mod fake;
 pub mod fidelity;
 pub mod host;

@@ -43,7 +43,12 @@ pub struct BenchReport {
     pub fidelity: Vec<FidelityRow>,
     /// The paired, interleaved rounds the verdict rests on.
     pub paired: Option<super::rows::PairedRun>,
+    /// The verdict on edgeplan's own kernels.
     pub verdict: Verdict,
+    /// `bench --engine`: the engine's own kernels on this host, and which build to
+    /// deploy with that engine here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine: Option<super::engine::report::EngineReport>,
     /// How the figures were obtained and what they leave out.
     pub notes: Vec<String>,
 }
@@ -88,6 +93,10 @@ impl BenchReport {
         self.write_paired(&mut out);
         self.write_fidelity(&mut out);
         self.write_verdict(&mut out);
+        if let Some(engine) = &self.engine {
+            out.push('\n');
+            engine.write_table(&mut out);
+        }
         out
     }
 

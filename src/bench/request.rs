@@ -108,6 +108,18 @@ pub struct BenchRequest {
     pub strict: bool,
     pub save: Option<PathBuf>,
     pub json: bool,
+    /// `--engine`: also time that engine's own kernels.
+    pub engine: Option<EngineChoice>,
+}
+
+/// The engine `bench --engine` times, and the program that runs it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EngineChoice {
+    /// Stock vLLM's CPU kernels, through the harness run by this Python (`--python`;
+    /// default `python3` on PATH).
+    Vllm { python: Option<PathBuf> },
+    /// llama.cpp's own `llama-bench` (`--llama-bench`; default on PATH).
+    LlamaCpp { llama_bench: Option<PathBuf> },
 }
 
 impl BenchRequest {

@@ -13,9 +13,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::bench::backend::{Backend, KernelPath};
 use crate::bench::clock::{self, Clock, FakeClock, RealClock};
+use crate::bench::engine::{self, EngineBuild, EngineInputs, fake::FakeEngine, vllm::VllmLauncher};
 use crate::bench::fake::FakeBackend;
+use crate::bench::host;
 use crate::bench::kernels_backend::KernelsBackend;
-use crate::bench::request::{BenchRequest, ModelSpec, resolve_threads};
+use crate::bench::request::{BenchRequest, EngineChoice, ModelSpec, resolve_threads};
 use crate::bench::verdict::{PlanInput, Status};
 use crate::bench::workload::Workload;
 use crate::bench::{self, Inputs, Outcome, save};
@@ -67,12 +69,17 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<Exit> {
         crate::timestamp::now_unix(),
         std::env::var(clock::SOURCE_DATE_EPOCH).ok().as_deref(),
     )?;
+    let plan = plan_input(&profile, req.priority, &source);
+    let engine_inputs = req
+        .engine
+        .as_ref()
+        .map(|choice| engine_inputs(choice, &plan, req, (&workload, &shape), threads));
     let inputs = Inputs {
         request: req,
         profile: &profile,
         host_cpu,
         other_device,
-        plan: Ok(plan_input(&profile, req.priority, &source)),
+        plan: Ok(plan),
         workload: &workload,
         threads,
         thread_note,
@@ -81,15 +88,162 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<Exit> {
     let outcome = match cmd.executor {
         Executor::Fake(slow) => {
             let clock = Arc::new(FakeClock::new(0.0));
+            let engine = match &engine_inputs {
+                Some(e) => {
+                    let fake = FakeEngine::vllm_like(clock.clone());
+                    Some((e, engine::measure(e, &fake, clock.as_ref())?))
+                }
+                None => None,
+            };
             let backend = FakeBackend::new(threads, clock.clone()).slowing(slow);
-            execute(&inputs, &backend, clock.as_ref())?
+            with_engine(execute(&inputs, &backend, clock.as_ref())?, engine)
         }
         Executor::Real => {
+            let engine = match (&engine_inputs, &req.engine) {
+                (Some(e), Some(choice)) => {
+                    let launcher = launcher_for(choice)?;
+                    diag!(
+                        "edgeplan: timing {}'s own kernels with {} (it prepares its weights first: a minute or two)",
+                        launcher.engine(),
+                        launcher.program()
+                    );
+                    Some((e, engine::measure(e, launcher.as_ref(), &RealClock::new())?))
+                }
+                _ => None,
+            };
             let backend = KernelsBackend::new(threads)?;
-            execute(&inputs, &backend, &RealClock::new())?
+            with_engine(execute(&inputs, &backend, &RealClock::new())?, engine)
         }
     };
     finish(req, &profile, original.as_ref(), outcome)
+}
+
+/// The engine's launcher for `choice`: the vLLM harness under a Python, or llama-bench.
+fn launcher_for(choice: &EngineChoice) -> anyhow::Result<Box<dyn engine::protocol::Launcher>> {
+    match choice {
+        EngineChoice::Vllm { python } => Ok(Box::new(VllmLauncher::find(python.as_deref())?)),
+        EngineChoice::LlamaCpp { llama_bench } => Ok(Box::new(
+            engine::llama_cpp::LlamaBenchLauncher::find(llama_bench.as_deref())?,
+        )),
+    }
+}
+
+/// The engine's builds on a CPU (from the catalog, each with the edgeplan kernel path
+/// that measures the same weights) and the planned one.
+fn engine_inputs<'a>(
+    choice: &EngineChoice,
+    plan: &PlanInput,
+    req: &BenchRequest,
+    (workload, shape): (&'a Workload, &ModelShape),
+    threads: usize,
+) -> EngineInputs<'a> {
+    let catalog = crate::plan::Catalog::builtin();
+    let (builds, planned) = match choice {
+        EngineChoice::Vllm { .. } => {
+            let builds = catalog
+                .paths()
+                .iter()
+                .filter(|p| p.engine == crate::plan::Engine::Vllm)
+                .filter_map(|p| {
+                    let bench = p.bench_path.as_deref()?;
+                    // One build per bench path: fp16 is measured by bf16.
+                    (p.name == bench || p.name.starts_with(&format!("{bench}-"))).then(|| {
+                        EngineBuild {
+                            build: bench.to_string(),
+                            catalog_path: p.name.clone(),
+                            bits_per_weight: p.bits_per_weight.unwrap_or(16.0),
+                            own_path: KernelPath::parse(bench),
+                        }
+                    })
+                })
+                .collect();
+            let planned = match (&plan.off_cpu, plan.bench_path) {
+                (Some(why), _) => Err(format!(
+                    "{} {why}: the engine's CPU kernels do not check it",
+                    plan.name
+                )),
+                (None, Some(p)) => Ok(p.name().to_string()),
+                (None, None) => Err(format!("{} is not one of vLLM's CPU builds", plan.name)),
+            };
+            (builds, planned)
+        }
+        EngineChoice::LlamaCpp { .. } => llama_cpp_builds(&catalog, plan),
+    };
+    EngineInputs {
+        builds,
+        planned,
+        priority: req.priority.as_str().to_string(),
+        workload,
+        model: engine::protocol::ModelDims {
+            family: shape.model_type.clone(),
+            hidden_size: workload.hidden_size,
+            intermediate_size: workload.intermediate_size,
+            layers: workload.layers,
+            attention_heads: shape.num_attention_heads as usize,
+            kv_heads: shape.num_key_value_heads as usize,
+            head_dim: shape.head_dim as usize,
+            vocab_size: workload.vocab_size,
+            tie_word_embeddings: shape.tie_word_embeddings,
+        },
+        threads,
+        prefill_tokens: req.prefill_tokens,
+        quick: req.effort.is_quick(),
+        rounds: req.rounds_policy(),
+        l3_bytes: host::l3_size().0,
+    }
+}
+
+/// llama.cpp's CPU builds the plan weighs (the catalog's 4-bit GGUF paths; edgeplan's
+/// W4A8 kernels compute as they do, with 8-bit activations), and the planned one.
+fn llama_cpp_builds(
+    catalog: &crate::plan::Catalog,
+    plan: &PlanInput,
+) -> (Vec<EngineBuild>, Result<String, String>) {
+    let builds: Vec<EngineBuild> = catalog
+        .paths()
+        .iter()
+        .filter(|p| {
+            p.engine == crate::plan::Engine::LlamaCpp && p.bits_per_weight.unwrap_or(16.0) < 8.0
+        })
+        .filter_map(|p| {
+            Some(EngineBuild {
+                build: p.gguf_type.as_deref()?.to_ascii_lowercase(),
+                catalog_path: p.name.clone(),
+                bits_per_weight: p.bits_per_weight.unwrap_or(16.0),
+                own_path: Some(KernelPath::W4A8),
+            })
+        })
+        .collect();
+    let planned = match &plan.off_cpu {
+        Some(why) => Err(format!(
+            "{} {why}: the engine's CPU kernels do not check it",
+            plan.name
+        )),
+        None => builds
+            .iter()
+            .find(|b| b.catalog_path == plan.name)
+            .map(|b| b.build.clone())
+            .ok_or_else(|| format!("{} is not one of llama.cpp's 4-bit CPU builds", plan.name)),
+    };
+    (builds, planned)
+}
+
+/// Sets the engine's rounds against the own run, into the report.
+fn with_engine(outcome: Outcome, engine: Option<(&EngineInputs, engine::Measured)>) -> Outcome {
+    match (outcome, engine) {
+        (
+            Outcome::Report {
+                mut report,
+                warnings,
+            },
+            Some((inputs, measured)),
+        ) => {
+            let section = engine::assemble(inputs, measured, engine::OwnRun::of(&report));
+            report.engine = Some(section);
+            Outcome::Report { report, warnings }
+        }
+        (outcome, _) => outcome,
+    }
 }
 
 fn execute<B: Backend>(inputs: &Inputs, backend: &B, clock: &dyn Clock) -> anyhow::Result<Outcome> {
@@ -142,11 +296,13 @@ fn finish(
             );
         }
     }
-    if req.strict && report.verdict.status == Status::Contradicted {
-        diag!(
-            "edgeplan: bench --strict: the measurements contradict the plan: {}",
-            report.verdict.reason
-        );
+    // With --engine, the engine's verdict is the one that says what to deploy.
+    let (status, reason) = match &report.engine {
+        Some(e) => (e.verdict.status, &e.verdict.reason),
+        None => (report.verdict.status, &report.verdict.reason),
+    };
+    if req.strict && status == Status::Contradicted {
+        diag!("edgeplan: bench --strict: the measurements contradict the plan: {reason}");
         return Ok(Exit::CheckFailed);
     }
     Ok(Exit::Success)
