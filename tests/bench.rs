@@ -110,6 +110,8 @@ struct Verdict {
 const TINY: &str = "bench/tiny-config.json";
 const HOST: &str = "bench/host-epyc-avx2.json";
 const AMX: &str = "bench/xeon-amx-2vcpu.json";
+/// An x86 host with AVX-512 and no AMX: its vLLM plan is 4-bit W4A16.
+const ZEN4: &str = "profiles/x86-epyc-zen4.json";
 
 fn fake_bench(executor: &str) -> assert_cmd::Command {
     let mut cmd = edgeplan();
@@ -538,4 +540,124 @@ fn gpu_and_jetson_plans_are_not_applicable_and_strict_passes() {
         .assert()
         .success()
         .stdout(predicates::str::contains("NOT APPLICABLE"));
+}
+
+#[test]
+fn engine_flags_belong_to_their_engine() {
+    let host = fixture(HOST);
+    let cases: [(&[&str], &str); 4] = [
+        (&["--python", "/usr/bin/python3"], "--python"),
+        (&["--llama-bench", "/bin/true"], "--llama-bench"),
+        (
+            &["--engine", "vllm", "--llama-bench", "/bin/true"],
+            "--llama-bench",
+        ),
+        (
+            &["--engine", "vllm", "--python", "/nonexistent/python"],
+            "/nonexistent/python",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = fake_bench("real")
+            .arg("--profile")
+            .arg(&host)
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+    }
+}
+
+/// A Python without vLLM is one line, exit 69, naming the interpreter, and nothing on
+/// stdout: never a silent fallback to edgeplan's kernels under the engine's name.
+#[test]
+fn an_engine_that_is_not_installed_is_exit_69() {
+    let dir = tempfile::tempdir().unwrap();
+    // A "Python" that cannot import vLLM: it runs the harness's import and fails as
+    // Python does (the harness's own error line and status 3).
+    let fake_python = dir.path().join("python");
+    std::fs::write(
+        &fake_python,
+        "#!/bin/sh\necho '{\"kind\": \"error\", \"message\": \"ModuleNotFoundError: No module named '\\''vllm'\\''\"}'\nexit 3\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake_python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = fake_bench("real")
+        .arg("--profile")
+        .arg(fixture(HOST))
+        .args(["--model-config"])
+        .arg(fixture(TINY))
+        .args(["--engine", "vllm", "--python"])
+        .arg(&fake_python)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(69), "{stderr}");
+    assert!(stderr.contains("No module named"), "{stderr}");
+    assert!(
+        stderr.contains(&fake_python.display().to_string()),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+    let last = stderr.trim_end().lines().last().unwrap();
+    assert!(last.starts_with("edgeplan: "), "{stderr}");
+}
+
+#[test]
+fn engine_section_reports_the_engines_kernels_and_its_verdict() {
+    let r: serde_json::Value = {
+        let out = fake_bench("fake")
+            .args(["--model-config"])
+            .arg(fixture(TINY))
+            .args(["--profile"])
+            .arg(fixture(ZEN4))
+            .args(["--engine", "vllm", "--format", "json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let e = &r["engine"];
+    assert_eq!(e["engine"], "vllm");
+    assert_eq!(e["program"], "fake");
+    assert_eq!(r["executor"], "fake");
+    let builds: Vec<&str> = e["builds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["build"].as_str().unwrap())
+        .collect();
+    assert!(
+        builds.contains(&"w4a16") && builds.contains(&"bf16") && builds.contains(&"w4a8"),
+        "{builds:?}"
+    );
+    // Every engine row sits beside edgeplan's own kernel for the same path.
+    for row in e["results"].as_array().unwrap() {
+        assert!(row["own_step_ms"].as_f64().unwrap() > 0.0, "{row}");
+        assert!(row["vs_own_pct"].as_f64().unwrap() > 0.0, "{row}");
+    }
+    assert_eq!(e["verdict"]["status"], "contradicted");
+    assert_eq!(e["verdict"]["recommended_path"], "bf16");
+    // The table says the same in words.
+    let out = fake_bench("fake")
+        .args(["--model-config"])
+        .arg(fixture(TINY))
+        .args(["--profile"])
+        .arg(fixture(ZEN4))
+        .args(["--engine", "vllm", "--strict"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("engine verdict (vllm): plan w4a16"), "{text}");
+    assert!(text.contains("deploy bf16"), "{text}");
+    // --strict follows the engine's verdict.
+    assert_eq!(out.status.code(), Some(1));
 }

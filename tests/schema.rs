@@ -141,18 +141,19 @@ fn a_wrong_type_fails_the_profile_schema() {
 fn bench_reports_match_the_bench_schema() {
     let schema = schema("bench");
     // The fake executor: the live plan, an AMX profile and a GPU plan (not applicable).
-    let cases: [&[&str]; 3] = [
+    let cases: [&[&str]; 4] = [
         &[],
         &["--profile", "bench/xeon-amx-2vcpu.json"],
         &["--profile", "profiles/hand-cuda-h100.json"],
+        &["--profile", "bench/host-epyc-avx2.json", "--engine", "vllm"],
     ];
     for extra in cases {
         let mut cmd = edgeplan();
         cmd.env("EDGEPLAN_BENCH_EXECUTOR", "fake")
             .args(["bench", "--quick", "--format", "json", "--model-config"])
             .arg(fixture("bench/tiny-config.json"));
-        if let [flag, file] = extra {
-            cmd.arg(flag).arg(fixture(file));
+        if let [flag, file, rest @ ..] = extra {
+            cmd.arg(flag).arg(fixture(file)).args(rest);
         }
         let out = cmd.output().unwrap();
         assert!(

@@ -138,4 +138,33 @@ lap "bf16 serve"
   cat "$WORK/check_plans.out" >&2; tail -n 30 "$WORK/check_plans.err" >&2; die "a fixture's rendering was rejected by vLLM"; }
 tail -n 1 "$WORK/check_plans.out" >&2
 lap "fixture renderings"
+
+# 6. bench --engine vllm: vLLM's own CPU kernels timed on tiny shapes through the
+#    embedded harness; the report must validate against `edgeplan schema bench`, and
+#    the kernel vLLM picked for the planned build must be the one this plan serves
+#    with (CPUWNA16LinearKernel for a 4-bit build, the unquantized method for bf16).
+"$EDGEPLAN" bench --quick --rounds 6 --engine vllm --python "$PY" \
+  --model-config "$ROOT/fixtures/bench/tiny-config.json" --format json \
+  >"$WORK/bench-engine.json" 2>"$WORK/bench-engine.err" ||
+  { tail -n 20 "$WORK/bench-engine.err" >&2; die "bench --engine vllm failed"; }
+"$EDGEPLAN" schema bench >"$WORK/bench.schema.json"
+"$PY" - "$WORK/bench-engine.json" "$WORK/bench.schema.json" <<'PY' >&2 || die "bench --engine vllm: report"
+import json, sys
+import jsonschema
+report, schema = (json.load(open(p)) for p in sys.argv[1:3])
+jsonschema.validate(report, schema)
+e = report["engine"]
+assert e["engine"] == "vllm" and report["executor"] == "real", e["engine"]
+v = e["verdict"]
+planned = v["planned_build"]
+kernels = {b["build"]: b["kernel"] for b in e["builds"]}
+want = "UnquantizedLinearMethod" if planned == "bf16" else "CPUWNA16LinearKernel"
+got = kernels[planned]["kernel_class"]
+assert got == want, f"planned {planned}: vLLM picked {got}, the plan serves with {want}"
+assert e["paired"]["rounds"] == 6, e["paired"]
+assert any(r["build"] == planned for r in e["results"]), e["results"]
+print(f"e2e: bench --engine vllm: planned {planned} runs {got} ({kernels[planned]['op']}); "
+      f"verdict {v['status']}, deploy {v['recommended_build']}")
+PY
+lap "bench --engine vllm"
 say "OK ($WORK)"

@@ -18,9 +18,10 @@ step through vLLM's own linear methods, exactly as serving does:
 
 Each 4-bit kernel is first checked against a dequantized float reference on one small
 layer; a kernel that fails is reported and never timed. Then paired rounds: in each
-round every path runs one decode step (M = 1 over every decoder layer and the lm_head)
-and one prefill step (M = tokens over a few layers, scaled to the layer count), in a
-random order. One JSON object per line goes to stdout: `hello` (versions, kernels),
+round every path runs one decode sample (M = 1 over `layers` distinct decoder layers,
+then the lm_head, timed apart) and one prefill sample (M = tokens over
+`prefill_layers` layers), in a random order; edgeplan scales them to the model's
+layer count. One JSON object per line goes to stdout: `hello` (versions, kernels),
 then one `round` per round, then `done`. Before each round after the first
 `min_rounds`, the harness reads one line from stdin: `more` runs another, anything else
 (or end of input) stops. Errors: one `error` line and exit status 3 (vLLM or torch
@@ -239,7 +240,14 @@ def main():
     t0 = time.perf_counter()
     kernels = {}
     for name in REQ["paths"]:
-        kernels[name] = describe(name, gen)
+        try:
+            kernels[name] = describe(name, gen)
+        except Exception as e:  # noqa: BLE001 - e.g. a kernel this vLLM build lacks
+            kernels[name] = {
+                "kernel_class": "-",
+                "op": "-",
+                "check": f"failed: {type(e).__name__}: {e}"[:300],
+            }
     runnable = [p for p in REQ["paths"] if kernels[p]["check"] == "passed"]
     # A 4-bit path vLLM would serve with the other kernel is the other path here.
     skipped = {}
