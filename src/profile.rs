@@ -130,6 +130,54 @@ impl Priority {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Measurements {
     pub bench: BenchRun,
+    /// `bench --engine` runs, one per engine (a newer run of the same engine replaces
+    /// the older one): the engine's own kernels on this host and the build it says to
+    /// deploy, which `plan` follows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub engines: Vec<EngineRun>,
+}
+
+/// One saved `bench --engine` run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EngineRun {
+    /// `vllm` or `llama.cpp`.
+    pub engine: String,
+    /// The engine's version as it reported it.
+    pub version: String,
+    /// `real`, or `fake` for the simulated test engine (not measurements).
+    #[serde(default)]
+    pub executor: Option<String>,
+    #[serde(default)]
+    pub measured_at: Option<String>,
+    /// The host the figures came from.
+    #[serde(default)]
+    pub host: Option<BenchHost>,
+    #[serde(default)]
+    pub model: Option<BenchModel>,
+    #[serde(default)]
+    pub threads: Option<u64>,
+    /// One row per build and phase; `path` is the catalog path that deploys the build.
+    #[serde(default)]
+    pub results: Vec<BenchRow>,
+    pub verdict: EngineRunVerdict,
+}
+
+/// What a saved engine run says to deploy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EngineRunVerdict {
+    /// The catalog path the plan had when the run was made.
+    #[serde(default)]
+    pub planned: Option<String>,
+    /// `speed` or `fidelity`: the priority the recommendation is for.
+    #[serde(default)]
+    pub priority: Option<String>,
+    #[serde(default)]
+    pub status: Option<String>,
+    /// The catalog path to deploy with this engine on this host.
+    #[serde(default)]
+    pub recommended_path: Option<String>,
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
 /// One saved bench run: the figures a plan shows beside the catalog's.

@@ -287,3 +287,136 @@ fn a_real_confirming_bench_run_makes_the_plan_measured() {
     let plan = plan_json(&file, &[]);
     assert_ne!(plan["path"]["verified"], "measured", "{plan:#}");
 }
+
+/// A profile of `base` carrying one saved `bench --engine vllm` run that recommends
+/// `recommended` at `priority`, made by `executor` on `cpu`.
+fn with_engine_run(
+    dir: &std::path::Path,
+    base: &str,
+    executor: &str,
+    cpu: Option<&str>,
+    priority: &str,
+    recommended: &str,
+) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(fixture(base)).unwrap();
+    let mut v: Value = serde_json::from_str(&text).unwrap();
+    let cpu = cpu
+        .map(str::to_string)
+        .unwrap_or_else(|| v["cpu"]["model_name"].as_str().unwrap().to_string());
+    v["measurements"] = serde_json::json!({
+        "bench": {"results": []},
+        "engines": [{
+            "engine": "vllm",
+            "version": "0.32.0",
+            "executor": executor,
+            "measured_at": "2026-12-03T20:00:00Z",
+            "host": {"cpu_model": cpu},
+            "results": [],
+            "verdict": {
+                "planned": "w4a16",
+                "priority": priority,
+                "status": "contradicted",
+                "recommended_path": recommended,
+                "reason": "in this engine bf16 decodes faster than w4a16 (time ratio 1.36)"
+            }
+        }]
+    });
+    let path = dir.join(format!("{executor}-{priority}-{recommended}.json"));
+    std::fs::write(&path, v.to_string()).unwrap();
+    path
+}
+
+const ZEN4: &str = "profiles/x86-epyc-zen4.json";
+
+#[test]
+fn a_saved_engine_run_on_this_device_steers_the_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = with_engine_run(dir.path(), ZEN4, "real", None, "speed", "bf16");
+    let plan = plan_json(&p, &["--explain"]);
+    assert_eq!(plan["path"]["name"], "bf16", "{plan:#}");
+    assert_eq!(plan["memory_fallback"], "w4a16");
+    let step = plan["explain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["rule"] == "measured_engine")
+        .expect("a measured_engine step");
+    assert!(
+        step["outcome"]
+            .as_str()
+            .unwrap()
+            .contains("bf16 decodes faster"),
+        "{step}"
+    );
+    let lost = plan["alternatives"].as_array().unwrap();
+    assert!(
+        lost.iter()
+            .any(|a| a["path"] == "w4a16"
+                && a["reason"].as_str().unwrap().contains("memory fallback"))
+    );
+    assert!(
+        !lost.iter().any(|a| a["path"] == "bf16"),
+        "the chosen path is no alternative"
+    );
+}
+
+#[test]
+fn an_engine_run_that_cannot_speak_for_this_plan_is_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        with_engine_run(dir.path(), ZEN4, "fake", None, "speed", "bf16"),
+        with_engine_run(
+            dir.path(),
+            ZEN4,
+            "real",
+            Some("Another CPU"),
+            "speed",
+            "bf16",
+        ),
+        with_engine_run(dir.path(), ZEN4, "real", None, "fidelity", "bf16"),
+    ];
+    for p in cases {
+        let plan = plan_json(&p, &[]);
+        assert_eq!(plan["path"]["name"], "w4a16", "{}", p.display());
+        assert!(plan.get("memory_fallback").is_none());
+    }
+}
+
+#[test]
+fn a_followed_bigger_build_falls_back_to_the_rule_when_it_does_not_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = with_engine_run(dir.path(), ZEN4, "real", None, "speed", "bf16");
+    // Llama 3.1 8B in bf16 is 16 GB of weights: shrink the device until only 4-bit fits.
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    v["memory"]["available_bytes"] = serde_json::json!(12u64 << 30);
+    v["memory"]["total_bytes"] = serde_json::json!(16u64 << 30);
+    v["memory"]["budget_bytes"] = serde_json::json!(12u64 << 30);
+    std::fs::write(&p, v.to_string()).unwrap();
+    let out = edgeplan()
+        .args([
+            "plan",
+            "--format",
+            "json",
+            "--model",
+            "llama-3.1-8b",
+            "--context",
+            "4096",
+            "--profile",
+        ])
+        .arg(&p)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(plan["path"]["name"], "w4a16", "{stderr}");
+    assert_eq!(plan["memory"]["fits"], true);
+    assert!(
+        stderr.contains("bf16 does not fit") && stderr.contains("memory fallback, w4a16"),
+        "{stderr}"
+    );
+    // Without the squeeze, bf16 fits and stays.
+    let roomy = with_engine_run(dir.path(), ZEN4, "real", None, "speed", "bf16");
+    let plan = plan_json(&roomy, &["--model", "qwen3-1.7b", "--context", "4096"]);
+    assert_eq!(plan["path"]["name"], "bf16");
+}

@@ -7,16 +7,24 @@
 //! bandwidth, one row per path and phase, fidelity, the verdict), so it is a subset of
 //! `bench --format json`; docs/measurements.md has the shape.
 
+use super::engine::report::EngineReport;
 use super::report::BenchReport;
 use crate::profile::{
     BenchFastest, BenchFidelity, BenchHost, BenchModel, BenchRow, BenchRun, BenchVerdict,
-    Measurements,
+    EngineRun, EngineRunVerdict, Measurements,
 };
 
-/// The measurements a saved profile carries for `report`.
-pub fn measurements(report: &BenchReport) -> Measurements {
+/// The measurements a saved profile carries for `report`. The engine runs saved
+/// earlier are kept, but the one of this run's engine, which this run replaces.
+pub fn measurements(report: &BenchReport, earlier: Option<&Measurements>) -> Measurements {
+    let mut engines: Vec<EngineRun> = earlier.map_or_else(Vec::new, |m| m.engines.clone());
+    if let Some(e) = &report.engine {
+        engines.retain(|r| r.engine != e.engine);
+        engines.push(engine_run(report, e));
+    }
     let v = &report.verdict;
     Measurements {
+        engines,
         bench: BenchRun {
             executor: Some(report.executor.clone()),
             measured_at: Some(report.measured_at.clone()),
@@ -60,6 +68,42 @@ pub fn measurements(report: &BenchReport) -> Measurements {
                     decode: v.fastest.decode.map(|p| p.name().to_string()),
                 }),
             }),
+        },
+    }
+}
+
+/// The saved form of the engine section.
+fn engine_run(report: &BenchReport, e: &EngineReport) -> EngineRun {
+    EngineRun {
+        engine: e.engine.clone(),
+        version: e.version.clone(),
+        executor: Some(report.executor.clone()),
+        measured_at: Some(report.measured_at.clone()),
+        host: Some(BenchHost {
+            cpu_model: report.host.cpu_model.clone(),
+        }),
+        model: Some(BenchModel {
+            name: Some(report.model.name.clone()),
+        }),
+        threads: Some(e.threads as u64),
+        results: e
+            .results
+            .iter()
+            .map(|r| BenchRow {
+                path: r.catalog_path.clone(),
+                phase: r.phase.name().to_string(),
+                kernel: Some(r.kernel.clone()),
+                step_ms: Some(r.step_ms.median),
+                tokens_per_s: Some(r.tokens_per_s),
+                weight_gbps: Some(r.weight_gbps),
+            })
+            .collect(),
+        verdict: EngineRunVerdict {
+            planned: e.verdict.planned.clone(),
+            priority: Some(e.verdict.priority.clone()),
+            status: Some(e.verdict.status.as_str().to_string()),
+            recommended_path: e.verdict.recommended_path.clone(),
+            reason: Some(e.verdict.reason.clone()),
         },
     }
 }

@@ -277,7 +277,7 @@ fn finish(
     output::print_stdout(&text)?;
     if let Some(path) = &req.save {
         let mut copy = profile.clone();
-        copy.measurements = Some(save::measurements(&report));
+        copy.measurements = Some(save::measurements(&report, profile.measurements.as_ref()));
         let text = profile_copy::merged_text(&output::json_text(&copy)?, original)?;
         let in_place = req
             .profile

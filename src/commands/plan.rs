@@ -163,8 +163,11 @@ pub fn run(request: PlanRequest) -> anyhow::Result<Exit> {
             }
         };
         let mut plan = plan_one(&one, request.priority, &catalog, request.engine);
-        if let (Some(fit), Some(spec)) = (&fit, catalog.get(&plan.path.name)) {
-            too_big |= !attach_fit(&mut plan, &one, spec, fit);
+        if let Some(fit) = &fit {
+            plan = fit_or_fall_back(plan, &one, &request, &catalog, fit);
+            if let Some(spec) = catalog.get(&plan.path.name) {
+                too_big |= !attach_fit(&mut plan, &one, &memory_of(&one, spec, fit));
+            }
         }
         engine::attach(&mut plan, request.engine);
         mismatch |= !expectation_holds(request.expect.as_deref(), &plan);
@@ -229,20 +232,55 @@ fn check_expect(expect: Option<&str>, catalog: &Catalog) -> anyhow::Result<()> {
     }
 }
 
+/// The memory fit of `spec` on this device, as its engine allocates it.
+fn memory_of(
+    one: &Loaded,
+    spec: &crate::plan::catalog::PathSpec,
+    fit: &memory::FitRequest,
+) -> crate::plan::memory::MemoryFit {
+    match spec.engine {
+        crate::plan::Engine::LlamaCpp => {
+            crate::plan::memory_llama_cpp::fit(&one.profile, spec, fit)
+        }
+        crate::plan::Engine::Vllm => memory::fit(&one.profile, spec, fit),
+    }
+}
+
+/// `plan`, or, when its path does not fit and it names a memory fallback (a path chosen
+/// for speed over a smaller one), the plan re-made for memory, said on stderr.
+fn fit_or_fall_back(
+    plan: crate::plan::Plan,
+    one: &Loaded,
+    request: &PlanRequest,
+    catalog: &crate::plan::Catalog,
+    fit: &memory::FitRequest,
+) -> crate::plan::Plan {
+    let (Some(fallback), Some(spec)) = (&plan.memory_fallback, catalog.get(&plan.path.name)) else {
+        return plan;
+    };
+    if memory_of(one, spec, fit).fits != Some(false) {
+        return plan;
+    }
+    let options = crate::plan::rules::Options { memory_first: true };
+    let smaller =
+        crate::plan::plan_one_with(one, request.priority, catalog, request.engine, options);
+    diag!(
+        "edgeplan: {}: {} does not fit at this context; planned its memory fallback, {}",
+        one.label,
+        plan.path.name,
+        fallback
+    );
+    smaller
+}
+
 /// Adds the memory fit to `plan` (its figures join the deployment), with its warnings
 /// on stderr. False when the model does not fit.
 fn attach_fit(
     plan: &mut crate::plan::Plan,
     one: &Loaded,
-    spec: &crate::plan::catalog::PathSpec,
-    fit: &memory::FitRequest,
+    memory: &crate::plan::memory::MemoryFit,
 ) -> bool {
-    let memory = match spec.engine {
-        crate::plan::Engine::LlamaCpp => {
-            crate::plan::memory_llama_cpp::fit(&one.profile, spec, fit)
-        }
-        crate::plan::Engine::Vllm => memory::fit(&one.profile, spec, fit),
-    };
+    let memory = memory.clone();
     // The fitted context, sequences and KV size join the deployment the engine renders.
     crate::plan::deploy::apply_fit(&memory, &mut plan.deploy);
     if memory.beyond_context_limit {

@@ -19,6 +19,7 @@ pub mod check;
 pub mod deploy;
 pub mod input;
 pub mod measured;
+mod measured_choice;
 pub mod memory;
 pub mod memory_llama_cpp;
 #[cfg(test)]
@@ -31,7 +32,7 @@ pub mod schema;
 use std::path::Path;
 
 pub use catalog::{Catalog, Engine};
-pub use rules::{decide, decide_for};
+pub use rules::decide;
 pub use schema::{Plan, Priority};
 
 use input::Loaded;
@@ -46,7 +47,18 @@ pub fn load_catalog(path: Option<&Path>) -> anyhow::Result<Catalog> {
 
 /// Plans one loaded profile for `engine`, naming the device by its label.
 pub fn plan_one(one: &Loaded, priority: Priority, catalog: &Catalog, engine: Engine) -> Plan {
-    let mut plan = decide_for(&one.profile, priority, catalog, engine);
+    plan_one_with(one, priority, catalog, engine, rules::Options::default())
+}
+
+/// [`plan_one`] with decision [`rules::Options`] (re-planning for memory).
+pub fn plan_one_with(
+    one: &Loaded,
+    priority: Priority,
+    catalog: &Catalog,
+    engine: Engine,
+    options: rules::Options,
+) -> Plan {
+    let mut plan = rules::decide_with(&one.profile, priority, catalog, engine, options);
     plan.device = Some(one.label.clone());
     measured::attach(&one.profile, &mut plan, catalog);
     plan

@@ -26,6 +26,7 @@ use serde_json::json;
 
 use super::catalog::{Catalog, Engine, PathId};
 use super::deploy::deployment;
+use super::measured_choice;
 use super::rules_llama_cpp;
 use super::schema::{
     Alternative, Fact, PLAN_SCHEMA_VERSION, Plan, PlannedPath, Priority, Step, Verified,
@@ -46,7 +47,31 @@ pub fn decide_for(
     catalog: &Catalog,
     engine: Engine,
 ) -> Plan {
-    let priority = priority.into();
+    decide_with(
+        profile,
+        priority.into(),
+        catalog,
+        engine,
+        Options::default(),
+    )
+}
+
+/// How a decision may be steered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Re-planning after the chosen path did not fit: take the smaller path the first
+    /// choice named as its memory fallback, and follow no measurement to a bigger one.
+    pub memory_first: bool,
+}
+
+/// [`decide_for`] with [`Options`].
+pub fn decide_with(
+    profile: &Profile,
+    priority: Priority,
+    catalog: &Catalog,
+    engine: Engine,
+    options: Options,
+) -> Plan {
     let origin = origin_of(profile);
     let class = profile.hardware_class;
     let mut trace = vec![Step {
@@ -62,8 +87,17 @@ pub fn decide_for(
         ],
     }];
     let mut lost: Lost = Vec::new();
+    let mut fallback: Option<PathId> = None;
     let (route, chosen) = match engine {
-        Engine::Vllm => choose_for_vllm(profile, priority, &origin, &mut trace, &mut lost),
+        Engine::Vllm => {
+            let mut ctx = Choosing {
+                priority,
+                origin: &origin,
+                trace: &mut trace,
+                lost: &mut lost,
+            };
+            choose_for_vllm(profile, &mut ctx)
+        }
         Engine::LlamaCpp => {
             let route = rules_llama_cpp::route(profile, &origin, &mut trace);
             let gpu_bf16 = matches!(route, HardwareClass::CudaDiscrete | HardwareClass::Jetson)
@@ -78,7 +112,15 @@ pub fn decide_for(
             (route, chosen)
         }
     };
-
+    let follow = measured_choice::Follow {
+        profile,
+        priority,
+        engine,
+        route,
+        catalog,
+        options,
+    };
+    let chosen = follow.apply(chosen, &mut trace, &mut lost, &mut fallback);
     let spec = catalog.path(chosen);
     let (verified, verified_basis) = verification(profile, route, chosen, spec.verified_for(route));
     let mut notes = spec.notes_for(route);
@@ -127,6 +169,7 @@ pub fn decide_for(
             })
             .collect(),
         memory: None,
+        memory_fallback: fallback.map(|id| catalog.path(id).name.clone()),
     }
 }
 
@@ -135,13 +178,16 @@ type Lost = Vec<(PathId, String)>;
 
 /// vLLM's route and path: the NPU export, a GPU's 16-bit weights, or a CPU's 4-bit
 /// (or bf16) build.
-fn choose_for_vllm(
-    profile: &Profile,
-    priority: Priority,
-    origin: &str,
-    trace: &mut Vec<Step>,
-    lost: &mut Lost,
-) -> (HardwareClass, PathId) {
+/// The state the vLLM rules write into while choosing.
+pub(super) struct Choosing<'a> {
+    pub priority: Priority,
+    pub origin: &'a str,
+    pub trace: &'a mut Vec<Step>,
+    pub lost: &'a mut Lost,
+}
+
+fn choose_for_vllm(profile: &Profile, ctx: &mut Choosing) -> (HardwareClass, PathId) {
+    let (origin, trace, lost) = (ctx.origin, &mut *ctx.trace, &mut *ctx.lost);
     let route = npu_route(profile, origin, trace);
     let route = gpu_route(profile, route, origin, trace);
     let chosen = match route {
@@ -150,7 +196,7 @@ fn choose_for_vllm(
             choose_gpu(profile, origin, trace, lost)
         }
         HardwareClass::Arm64Cpu => choose_arm(profile, origin, trace, lost),
-        HardwareClass::X86Cpu => choose_x86(profile, priority, origin, trace, lost),
+        HardwareClass::X86Cpu => choose_x86(profile, ctx),
     };
     (route, chosen)
 }
@@ -312,57 +358,70 @@ fn choose_arm(profile: &Profile, origin: &str, trace: &mut Vec<Step>, lost: &mut
     PathId::W4a16
 }
 
-/// An x86 CPU: W4A8 on AMX at speed priority, else W4A16, or bf16 without AVX-512.
-fn choose_x86(
-    profile: &Profile,
-    priority: Priority,
-    origin: &str,
-    trace: &mut Vec<Step>,
-    lost: &mut Lost,
-) -> PathId {
+/// An x86 CPU: W4A8 on AMX at speed priority and W4A16 at fidelity; without AMX,
+/// W4A16 (bf16 when a saved engine run says so, see `measured_choice.rs`); bf16 alone
+/// without AVX-512.
+fn choose_x86(profile: &Profile, ctx: &mut Choosing) -> PathId {
+    let (priority, origin) = (ctx.priority, ctx.origin);
     let (amx, step) = amx_int8_usable(profile, origin);
-    trace.push(step);
+    ctx.trace.push(step);
     let chosen = match (amx, priority) {
         (true, Priority::Speed) => {
-            trace.push(priority_step(priority, "speed first and AMX-INT8 usable: the W4A8 AMX kernel, the fastest path the study measured (86.6 against 80.0 tok/s for the fork's W4A16 in the back-to-back per-op profile)"));
-            lost.push((PathId::W4a16, "slower with AMX available (the fork's W4A16: 80.0 against 86.6 tok/s, back-to-back per-op profile); it is the choice under --priority fidelity".into()));
+            ctx.trace.push(priority_step(priority, "speed first and AMX-INT8 usable: the W4A8 AMX kernel, the fastest path the study measured (86.6 against 80.0 tok/s for the fork's W4A16 in the back-to-back per-op profile)"));
+            ctx.lost.push((PathId::W4a16, "slower with AMX available (the fork's W4A16: 80.0 against 86.6 tok/s, back-to-back per-op profile); it is the choice under --priority fidelity".into()));
             PathId::W4a8Amx
         }
         (true, Priority::Fidelity) => {
-            trace.push(priority_step(priority, "fidelity first: keep bf16 activations (W4A16) although AMX-INT8 is usable; in the study this gave up about 7-8% of decode (80.0 against 86.6 tok/s)"));
-            lost.push((PathId::W4a8Amx, "int8 activations are the least faithful 4-bit build (1/12 greedy prompts exact against its own bf16, W4A16 2/12), and in agent tasks W4A8 undid a finished step where W4A16 recognised completion".into()));
+            ctx.trace.push(priority_step(priority, "fidelity first: keep bf16 activations (W4A16) although AMX-INT8 is usable; in the study this gave up about 7-8% of decode (80.0 against 86.6 tok/s)"));
+            ctx.lost.push((PathId::W4a8Amx, "int8 activations are the least faithful 4-bit build (1/12 greedy prompts exact against its own bf16, W4A16 2/12), and in agent tasks W4A8 undid a finished step where W4A16 recognised completion".into()));
             PathId::W4a16
         }
-        (false, _) => {
-            lost.push((
-                PathId::W4a8Amx,
-                "needs usable AMX-INT8 tiles (CPU support and the OS's tile permission)".into(),
-            ));
-            let (avx512, step) = avx512_for_int4(profile, origin);
-            trace.push(step);
-            if avx512 == Some(false) {
-                lost.push((PathId::W4a16, NO_INT4_WITHOUT_AVX512.into()));
-                lost.push((
-                    PathId::Fp16,
-                    "bf16 keeps the model's own dtype and its wider exponent range".into(),
-                ));
-                lost.push((PathId::ExportQnnW8a16, "for phone NPUs only".into()));
-                return PathId::Bf16;
-            }
-            trace.push(priority_step(priority, "AMX-INT8 is not usable, so the W4A8 kernel cannot run whatever the priority: 4-bit weights with bf16 activations (W4A16)"));
-            PathId::W4a16
-        }
+        (false, _) => return choose_x86_without_amx(profile, ctx),
     };
-    lost.push((
+    ctx.lost.push((
         PathId::Bf16,
         "no 4-bit kernel: 41.0 tok/s on the measured Xeon, about half of either 4-bit path".into(),
     ));
-    lost.push((
+    ctx.lost.push((
         PathId::Fp16,
         "as bf16: 16 bits per weight and no faster".into(),
     ));
-    lost.push((PathId::ExportQnnW8a16, "for phone NPUs only".into()));
+    ctx.lost
+        .push((PathId::ExportQnnW8a16, "for phone NPUs only".into()));
     chosen
+}
+
+/// What stock vLLM's CPU kernels measured on x86 hosts without AMX (bench --engine vllm,
+/// docs/performance.md): the figures the no-AMX default rests on.
+const NO_AMX_MEASURED: &str = "stock vLLM 0.32's W4A16 kernel (cpu_gemm_wna16) decodes slower than its bf16 path (oneDNN) on the x86 CPUs without AMX measured with bench --engine vllm: 7.3 against 10.8 tok/s on a 2-vCPU AMD EPYC Zen 5 (issue 30's run), XXX";
+
+/// x86 without usable AMX-INT8: W4A16, or bf16 alone without AVX-512.
+fn choose_x86_without_amx(profile: &Profile, ctx: &mut Choosing) -> PathId {
+    let (priority, origin) = (ctx.priority, ctx.origin);
+    ctx.lost.push((
+        PathId::W4a8Amx,
+        "needs usable AMX-INT8 tiles (CPU support and the OS's tile permission)".into(),
+    ));
+    let (avx512, step) = avx512_for_int4(profile, origin);
+    ctx.trace.push(step);
+    ctx.lost
+        .push((PathId::ExportQnnW8a16, "for phone NPUs only".into()));
+    if avx512 == Some(false) {
+        ctx.lost
+            .push((PathId::W4a16, NO_INT4_WITHOUT_AVX512.into()));
+        ctx.lost.push((
+            PathId::Fp16,
+            "bf16 keeps the model's own dtype and its wider exponent range".into(),
+        ));
+        return PathId::Bf16;
+    }
+    ctx.lost.push((
+        PathId::Fp16,
+        "as bf16: 16 bits per weight and no faster".into(),
+    ));
+    ctx.trace.push(priority_step(priority, &format!("AMX-INT8 is not usable, so vLLM's W4A8 kernel cannot run whatever the priority: 4-bit weights with bf16 activations (W4A16), a quarter of bf16's weight bytes. What this default rests on: {NO_AMX_MEASURED}. The default stays 4-bit for memory until more CPUs are measured; bench --engine vllm --save on this device makes the plan follow what vLLM measures here")));
+    ctx.lost.push((PathId::Bf16, format!("4x the weight bytes of W4A16; not slower in decode where measured ({NO_AMX_MEASURED}): bench --engine vllm --save on this device switches the plan to bf16 when it is faster here")));
+    PathId::W4a16
 }
 
 /// Why an x86 CPU without AVX-512 gets no 4-bit path.

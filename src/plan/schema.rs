@@ -44,6 +44,11 @@ pub struct Plan {
     /// The memory fit, when `--model` was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryFit>,
+    /// The path to deploy when this one does not fit in memory: set when the path was
+    /// chosen for speed over a smaller one (`plan --model` switches to it by itself and
+    /// says so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_fallback: Option<String>,
     /// The figures `bench --save` stored in the profile, set beside the catalog's;
     /// absent when the profile carries none. They never change the decision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
