@@ -393,7 +393,7 @@ fn choose_x86(profile: &Profile, ctx: &mut Choosing) -> PathId {
 
 /// What stock vLLM's CPU kernels measured on x86 hosts without AMX (bench --engine vllm,
 /// docs/performance.md): the figures the no-AMX default rests on.
-const NO_AMX_MEASURED: &str = "stock vLLM 0.32's W4A16 kernel (cpu_gemm_wna16) decodes slower than its bf16 path (oneDNN) on the x86 CPUs without AMX measured with bench --engine vllm: 7.3 against 10.8 tok/s on a 2-vCPU AMD EPYC Zen 5 (issue 30's run), XXX";
+const NO_AMX_MEASURED: &str = "stock vLLM 0.32's W4A16 kernel (cpu_gemm_wna16) decodes slower than its bf16 path (oneDNN) on the x86 CPUs without AMX measured with bench --engine vllm: 7.3 against 10.8 tok/s on a 2-vCPU AMD EPYC Zen 5 (issue 30's run), and 3.8 against 5.2 tok/s on a 2-vCPU Intel Xeon (Emerald Rapids, AMX and AVX512-BF16 hidden by its hypervisor; 2026-12-03), where bf16 prefilled 2.3x slower (18.0 against 40.0 tok/s)";
 
 /// x86 without usable AMX-INT8: W4A16, or bf16 alone without AVX-512.
 fn choose_x86_without_amx(profile: &Profile, ctx: &mut Choosing) -> PathId {
