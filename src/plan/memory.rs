@@ -508,8 +508,9 @@ pub fn engine_layout(
     let min = kinds.iter().map(|k| k.1).min().unwrap_or(0);
     let max = kinds.iter().map(|k| k.1).max().unwrap_or(0);
     // vLLM takes the smaller count as the group size, or the larger one when it is
-    // under 1.25 times the smaller (`max_num_layers < min_num_layers * 1.25`).
-    let group_size = if 4 * max < 5 * min { max } else { min };
+    // under 1.5 times the smaller (`max_num_layers < min_num_layers * 1.5`,
+    // vllm/v1/core/kv_cache_utils.py:1467-1478).
+    let group_size = if 2 * max < 3 * min { max } else { min };
     let mut per_sequence = 0u64;
     let groups = kinds
         .into_iter()
@@ -1234,7 +1235,7 @@ mod tests {
             max_num_batched_tokens: 8192,
         };
         let (g, groups, bytes) = engine_layout(&m, 32768, KvDtype::Bf16, setup);
-        assert_eq!(g, 4, "the smaller count: 22 is not under 1.25 x 4");
+        assert_eq!(g, 4, "the smaller count: 22 is not under 1.5 x 4");
         assert_eq!((groups[0].groups, groups[0].padding_layers), (1, 0));
         // 22 sliding layers fill 6 groups of 4: 2 padding layers.
         assert_eq!((groups[1].groups, groups[1].padding_layers), (6, 2));
@@ -1249,7 +1250,7 @@ mod tests {
 
     #[test]
     fn engine_groups_take_the_larger_count_when_close() {
-        // gpt-oss style, 25 layers alternating: 13 sliding, 12 full. 13 < 1.25 x 12, so
+        // gpt-oss style, 25 layers alternating: 13 sliding, 12 full. 13 < 1.5 x 12, so
         // groups of 13 and one padding layer among the full ones (vLLM's own example).
         let m = shape(r#"{"model_type": "gpt_oss", "num_hidden_layers": 25}"#);
         let setup = EngineSetup {
@@ -1260,6 +1261,28 @@ mod tests {
         assert_eq!(g, 13);
         assert_eq!(groups[0].padding_layers, 1);
         assert_eq!(groups[1].padding_layers, 0);
+        // 5 full and 7 sliding: 7 < 1.5 x 5 = 7.5, so one group of 7 per kind (the
+        // 1.25 rule vLLM no longer uses would have made groups of 5 and padded 3).
+        let m = shape(
+            r#"{"model_type": "gemma3_text", "num_hidden_layers": 12, "sliding_window": 512,
+            "layer_types": ["full_attention", "sliding_attention", "full_attention",
+            "sliding_attention", "full_attention", "sliding_attention", "full_attention",
+            "sliding_attention", "full_attention", "sliding_attention", "sliding_attention",
+            "sliding_attention"]}"#,
+        );
+        let (g, groups, _) = engine_layout(&m, 4096, KvDtype::Bf16, setup);
+        assert_eq!(g, 7);
+        assert_eq!((groups[0].layers, groups[0].padding_layers), (5, 2));
+        assert_eq!((groups[1].layers, groups[1].padding_layers), (7, 0));
+        // 10 full and 15 sliding: 15 is not under 15, so groups of 10.
+        let mut types = vec!["\"full_attention\""; 10];
+        types.extend(vec!["\"sliding_attention\""; 15]);
+        let m = shape(&format!(
+            r#"{{"model_type": "gemma3_text", "num_hidden_layers": 25, "sliding_window": 512,
+            "layer_types": [{}]}}"#,
+            types.join(",")
+        ));
+        assert_eq!(engine_layout(&m, 4096, KvDtype::Bf16, setup).0, 10);
     }
 
     #[test]
