@@ -484,21 +484,17 @@ impl ModelShape {
     /// What the plan should say about the linear-attention layers: their state's size
     /// (not in the KV figures), or that their mixer is sized as attention.
     fn note_linear_layers(&mut self) {
-        let layers = if self.parallel_linear_mixer {
-            self.num_hidden_layers
-        } else {
-            self.layer_kind_counts().2
-        };
+        let layers = self.linear_mixer_layers();
         if layers == 0 {
             return;
         }
         self.assumed.push(match self.linear_state_elements_per_layer() {
             Some(elements) if self.parallel_linear_mixer => format!(
-                "the Mamba-2 mixers beside the attention of all {layers} layers keep a fixed state of {} bytes per sequence at 16 bits ({elements} values a layer: the convolution's last inputs and the recurrent state), not counted in either KV figure",
+                "the Mamba-2 mixers beside the attention of all {layers} layers keep a fixed state of {} bytes per sequence at 16 bits ({elements} values a layer: the convolution's last inputs and the recurrent state): not in the architecture's KV figure; the engine figure holds it as vLLM pages it",
                 elements * 2 * layers
             ),
             Some(elements) => format!(
-                "the {layers} linear-attention layers keep a fixed state of {} bytes per sequence at 16 bits ({elements} values a layer: the convolution's last inputs and the recurrent state), not counted in either KV figure",
+                "the {layers} linear-attention layers keep a fixed state of {} bytes per sequence at 16 bits ({elements} values a layer: the convolution's last inputs and the recurrent state): not in the architecture's KV figure; the engine figure holds it as vLLM pages it",
                 elements * 2 * layers
             ),
             None => format!(
@@ -602,6 +598,16 @@ impl ModelShape {
     /// (Gated DeltaNet: value heads × key head size × value head size; Mamba-2:
     /// heads × head size × state size). `None` when the mixer is not described.
     pub fn linear_state_elements_per_layer(&self) -> Option<u64> {
+        self.linear_state_parts()
+            .map(|(conv, recurrent)| conv + recurrent)
+    }
+
+    /// One linear-attention layer's state per sequence, in elements, as vLLM shapes it
+    /// (`MambaStateShapeCalculator`, vllm/model_executor/layers/mamba/mamba_utils.py:
+    /// `mamba2_state_shape` 194-220, `short_conv_state_shape` 256-266,
+    /// `gated_delta_net_state_shape` 279-301): (the convolution state, the recurrent
+    /// state; 0 for the short convolution, which has none).
+    pub fn linear_state_parts(&self) -> Option<(u64, u64)> {
         Some(match self.linear_mixer.as_ref()? {
             LinearMixer::GatedDeltaNet {
                 num_key_heads,
@@ -611,7 +617,10 @@ impl ModelShape {
                 conv_kernel,
             } => {
                 let conv_dim = 2 * num_key_heads * key_head_dim + num_value_heads * value_head_dim;
-                (conv_kernel - 1) * conv_dim + num_value_heads * key_head_dim * value_head_dim
+                (
+                    (conv_kernel - 1) * conv_dim,
+                    num_value_heads * key_head_dim * value_head_dim,
+                )
             }
             LinearMixer::Mamba2 {
                 inner,
@@ -619,9 +628,37 @@ impl ModelShape {
                 groups,
                 state,
                 conv_kernel,
-            } => (conv_kernel - 1) * (inner + 2 * groups * state) + inner * state,
-            LinearMixer::ShortConv { kernel } => (kernel - 1) * self.hidden_size,
+            } => (
+                (conv_kernel - 1) * (inner + 2 * groups * state),
+                inner * state,
+            ),
+            LinearMixer::ShortConv { kernel } => ((kernel - 1) * self.hidden_size, 0),
         })
+    }
+
+    /// Layers that run the linear mixer: the linear-attention layers, or every layer
+    /// when it runs beside the attention (Falcon-H1).
+    pub fn linear_mixer_layers(&self) -> u64 {
+        if self.parallel_linear_mixer {
+            self.num_hidden_layers
+        } else {
+            self.layer_kind_counts().2
+        }
+    }
+
+    /// The depthwise `conv1d` weights of every linear mixer: quantizers leave them at 16
+    /// bits (they are not `nn.Linear`), so the weights count them apart.
+    pub fn conv1d_params(&self) -> u64 {
+        if self.linear_mixer.is_none() {
+            return 0;
+        }
+        let per_layer: u64 = self
+            .linear_layer_linears()
+            .iter()
+            .filter(|l| l.name == "conv1d")
+            .map(Linear::params)
+            .sum();
+        per_layer * self.linear_mixer_layers()
     }
 
     /// The MLP linears at width `i`: gate, up, down (or up, down when not gated).

@@ -20,6 +20,7 @@ pub mod deploy;
 pub mod input;
 pub mod measured;
 pub mod memory;
+pub mod memory_hybrid;
 pub mod memory_llama_cpp;
 #[cfg(test)]
 mod odd_inputs;
