@@ -1334,3 +1334,21 @@ fn conv1d_weights_stay_16_bit_on_a_4_bit_path() {
     );
     assert_eq!(u(&m["weights"]["conv1d"]), 1_253_376);
 }
+
+#[test]
+fn the_table_says_which_prefix_caching_mode_a_hybrid_figure_assumes() {
+    let out = edgeplan()
+        .args(["plan", "--format", "table", "--context", "4096", "--model"])
+        .arg("fixtures/models/hybrid-state/granite-4.0-h-micro.json")
+        .arg("--profile")
+        .arg(profile("hand-cuda-h100"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("36 state x 3 page(s); 528-token blocks, prefill chunk 8192; prefix caching on (mamba_cache_mode align)"),
+        "{text}"
+    );
+    assert!(text.contains("conv1d (bf16)"), "{text}");
+}

@@ -1156,6 +1156,9 @@ fn weight_rows(fit: &MemoryFit) -> Vec<(String, String)> {
     if fit.weights.router > 0 {
         rows.push(("  MoE routers (bf16)".into(), gib(fit.weights.router)));
     }
+    if fit.weights.conv1d > 0 {
+        rows.push(("  conv1d (bf16)".into(), gib(fit.weights.conv1d)));
+    }
     if let Some(active) = fit.active_params_per_token {
         rows.push((
             "active params/token".into(),
@@ -1215,17 +1218,25 @@ fn kv_rows(fit: &MemoryFit) -> Vec<(String, String)> {
                     LayerKindName::SlidingAttention => "sliding",
                     LayerKindName::LinearAttention => "linear",
                 };
-                format!(
-                    "{} {kind} x {} tokens",
-                    g.groups * e.group_size,
-                    g.tokens_per_sequence
-                )
+                match g.pages_per_sequence {
+                    Some(pages) => format!("{} state x {pages} page(s)", g.groups * e.group_size),
+                    None => format!(
+                        "{} {kind} x {} tokens",
+                        g.groups * e.group_size,
+                        g.tokens_per_sequence
+                    ),
+                }
             })
             .collect();
+        let mode = match &e.state {
+            Some(s) if s.prefix_caching => "; prefix caching on (mamba_cache_mode align)",
+            Some(_) => "; prefix caching off (mamba_cache_mode none)",
+            None => "",
+        };
         rows.push((
             "KV cache, vLLM allocates".into(),
             format!(
-                "{} ({}; {}-token blocks, prefill chunk {})",
+                "{} ({}; {}-token blocks, prefill chunk {}{mode})",
                 gib(bytes),
                 kinds.join(", "),
                 e.block_size,
@@ -1421,6 +1432,40 @@ mod tests {
             types.join(",")
         ));
         assert_eq!(engine_layout(&m, 4096, KvDtype::Bf16, setup).group_size, 10);
+    }
+
+    #[test]
+    fn a_parallel_mamba_mixer_is_a_state_layer_beside_every_attention_layer() {
+        // A Falcon-H1-0.5B shape: 36 layers, each attention (2 KV heads of 64) and a
+        // Mamba-2 mixer (d_ssm 1536, 24 heads of 64, state 128): 36 + 36 layers, groups
+        // of 36. vLLM's classes: state 403,968 B, block 16 x 50 = 800, page 409,600.
+        let m = shape(
+            r#"{"model_type": "falcon_h1", "hidden_size": 1024, "num_hidden_layers": 36,
+            "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 64,
+            "intermediate_size": 2048, "vocab_size": 32784, "mamba_d_ssm": 1536,
+            "mamba_n_heads": 24, "mamba_d_head": 64, "mamba_d_state": 128,
+            "mamba_n_groups": 1, "mamba_d_conv": 4, "mamba_expand": 2}"#,
+        );
+        let setup = EngineSetup {
+            block_size: 16,
+            max_num_batched_tokens: 8192,
+            kernel_block: 16,
+            recurrent_f32: false,
+            prefix_caching: true,
+        };
+        let l = engine_layout(&m, 4096, KvDtype::Bf16, setup);
+        assert_eq!((l.block_size, l.group_size), (800, 36));
+        assert_eq!(l.state.as_ref().map(|s| s.layers), Some(36));
+        // (ceil(4096 / 800) + 3 pages) x 36 layers x 409,600 B.
+        assert_eq!(l.bytes_per_sequence, 132_710_400);
+        let off = EngineSetup {
+            prefix_caching: false,
+            ..setup
+        };
+        assert_eq!(
+            engine_layout(&m, 4096, KvDtype::Bf16, off).bytes_per_sequence,
+            103_219_200
+        );
     }
 
     #[test]
