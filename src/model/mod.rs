@@ -892,7 +892,7 @@ fn language_config<'a>(
 fn refuse_gemma3n(origin: &str, types: &[Option<&str>]) -> anyhow::Result<()> {
     match types.iter().flatten().find(|t| GEMMA3N_TYPES.contains(t)) {
         Some(t) => Err(data_error(format!(
-            "{origin}: Gemma 3n (model_type \"{t}\") is not supported: its per-layer embeddings (a vocab_size_per_layer_input x hidden_size_per_layer_input table for every layer), AltUp and LAuReL blocks, per-layer intermediate sizes and KV cache shared across the last num_kv_shared_layers layers are outside edgeplan's weight and KV formulas"
+            "{origin}: Gemma 3n (model_type \"{t}\") is not supported: its per-layer embeddings (a vocab_size_per_layer_input x hidden_size_per_layer_input table for every layer), AltUp and LAuReL blocks, per-layer intermediate sizes and KV cache shared across the last num_kv_shared_layers layers are outside edgeplan's weight and KV formulas (vLLM serves it; edgeplan cannot size it yet)"
         ))),
         None => Ok(()),
     }
