@@ -612,6 +612,10 @@ pub struct Android {
     /// Extension: `ro.hardware`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hardware: Option<String>,
+    /// Extension: a board name the property that named the SoC carried after the chip
+    /// (`dragon` of `tegra210_dragon`); `soc_model` keeps the chip alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soc_board: Option<String>,
     /// Extension: when the evidence names more than one SoC, every candidate (and
     /// `soc_model` is `null`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -888,8 +888,9 @@ fn hybrid_arithmetic_matches_the_hand_figures() {
     assert_eq!(u(&kinds[1]["bytes"]), 4 * 2048 * 4096); // sliding: the window
     assert_eq!(u(&kinds[2]["bytes"]), 0); // linear attention: no KV
     assert_eq!(u(&m["kv_bytes"]), 167_772_160);
-    assert_eq!(u(&m["kv_flat_bytes"]), 536_870_912); // 8 x 2,048 x 32,768
-    assert_eq!(u(&m["kv_saved_bytes"]), 369_098_752);
+    // Flat: every attention layer holds the whole context; linear layers hold no KV.
+    assert_eq!(u(&m["kv_flat_bytes"]), 402_653_184); // 6 x 2,048 x 32,768
+    assert_eq!(u(&m["kv_saved_bytes"]), 234_881_024);
     // Below the window the sliding layers hold the whole (short) context.
     let (_, m) = memory_of(
         "hand-x86-avx512-noamx",
@@ -1242,4 +1243,112 @@ fn verified_has_three_values_each_with_its_basis() {
             "{word} missing from the fleet table:\n{text}"
         );
     }
+}
+
+/// Engine figures of a hybrid model: (bytes per sequence with prefix caching on, off).
+fn hybrid_engine(profile_name: &str, model: &str, context: u64) -> (serde_json::Value, u64, u64) {
+    let (_, m) = memory_of(
+        profile_name,
+        &format!("fixtures/models/hybrid-state/{model}.json"),
+        &["--context", &context.to_string()],
+    );
+    let e = m["engine"].clone();
+    let on = u(&e["bytes_per_sequence"]);
+    let off = u(&e["state"]["bytes_per_sequence_without_prefix_caching"]);
+    (m, on, off)
+}
+
+#[test]
+fn hybrid_state_models_match_vllms_allocation() {
+    // Figures from vLLM 0.32's own classes on these shapes (MambaStateShapeCalculator,
+    // MambaSpec.page_size_bytes, FullAttentionSpec) and its rules: the block raised so a
+    // KV page holds a state page (vllm/platforms/interface.py:1062-1122), state pages
+    // per sequence 1 ('none') or 2 + checkpoint ('align', kv_cache_interface.py:1076-1082,
+    // mamba_mixer2.py:1098-1108), groups by kv_cache_utils.py:1467-1478.
+    //
+    // Mamba-2 (Granite-4.0-H-micro) on an H100: state 1,074,688 B; block 16 x 33 = 528;
+    // page 528 x 2,048 = 1,081,344; groups of 4 (1 attention, 9 Mamba).
+    // 4k: (8 + 9 x 3) x 4 pages = 151,388,160; off: (8 + 9) x 4 pages = 73,531,392
+    // (issue 29's vLLM figure; the architecture's attention KV is 33,554,432).
+    let (m, on, off) = hybrid_engine("hand-cuda-h100", "granite-4.0-h-micro", 4096);
+    assert_eq!((on, off), (151_388_160, 73_531_392));
+    assert_eq!(u(&m["engine"]["block_size"]), 528);
+    assert_eq!(u(&m["engine"]["state"]["page_bytes"]), 1_081_344);
+    assert_eq!(m["engine"]["state"]["mamba_cache_mode"], "align");
+    assert_eq!(u(&m["kv_bytes"]), 33_554_432);
+    assert_eq!(
+        u(&m["kv_flat_bytes"]),
+        33_554_432,
+        "Mamba layers hold no KV"
+    );
+    let space = u(&m["engine"]["kv_space_bytes"]);
+    assert_eq!(u(&m["max_concurrency"]), space / 151_388_160);
+    let notes = m["notes"].to_string();
+    assert!(notes.contains("from 16 to 528 tokens"), "{notes}");
+    assert!(notes.contains("prefix caching on"), "{notes}");
+    // 32k: ceil(32768 / 528) = 63 attention blocks.
+    let (_, on, off) = hybrid_engine("hand-cuda-h100", "granite-4.0-h-micro", 32768);
+    assert_eq!((on, off), (389_283_840, 311_427_072));
+    // On an AVX512-BF16 CPU the recurrent state is float32 (vllm/platforms/cpu.py:301-320):
+    // 2,123,264 B; block 128 x ceil(2,123,264 / 262,144) = 1,152; page 2,359,296.
+    let (m, on, off) = hybrid_engine("hand-x86-avx512-noamx", "granite-4.0-h-micro", 4096);
+    assert_eq!(u(&m["engine"]["block_size"]), 1152);
+    assert_eq!(m["engine"]["state"]["recurrent_state_dtype"], "f32");
+    assert_eq!((on, off), (292_552_704, 122_683_392));
+    let (_, on, off) = hybrid_engine("hand-x86-avx512-noamx", "granite-4.0-h-micro", 32768);
+    assert_eq!((on, off), (528_482_304, 358_612_992));
+
+    // Gated DeltaNet (Qwen3-Next-80B-A3B) on an H100: state (3 x 8,192 + 32 x 128 x 128)
+    // x 2 = 1,097,728 B; block 16 x 34 = 544; page 1,114,112; groups of 12 (1 full, 3 GDN).
+    let (m, on, off) = hybrid_engine("hand-cuda-h100", "qwen3-next-80b-a3b", 4096);
+    assert_eq!(u(&m["engine"]["block_size"]), 544);
+    // 4k: (8 + 3 x 2) x 12 pages = 187,170,816; off: (8 + 3) x 12 = 147,062,784.
+    assert_eq!((on, off), (187_170_816, 147_062_784));
+    let (_, on, off) = hybrid_engine("hand-cuda-h100", "qwen3-next-80b-a3b", 32768);
+    assert_eq!((on, off), (895_746_048, 855_638_016));
+
+    // Short convolution (LFM2-1.2B) on an H100: state 2 x 2,048 x 2 = 8,192 B fits a
+    // 16-token page (32,768 B), so the block stays 16 and the state page is padded to it;
+    // groups of 6 (10 conv layers: 2 groups, 2 padding layers).
+    let (m, on, off) = hybrid_engine("hand-cuda-h100", "lfm2-1.2b", 4096);
+    assert_eq!(u(&m["engine"]["block_size"]), 16);
+    assert_eq!(u(&m["engine"]["state"]["state_bytes"]), 8192);
+    assert!(m["engine"]["state"]["recurrent_state_dtype"].is_null());
+    // 4k: (256 + 2 x 2) x 6 pages = 51,118,080; off: (256 + 2) x 6 = 50,724,864.
+    assert_eq!((on, off), (51_118_080, 50_724_864));
+    let (_, on, off) = hybrid_engine("hand-cuda-h100", "lfm2-1.2b", 32768);
+    assert_eq!((on, off), (403_439_616, 403_046_400));
+    // On the CPU: 128-token blocks, page 262,144: (32 + 2 x 2) x 6 pages at 4k.
+    let (_, on, off) = hybrid_engine("hand-x86-avx512-noamx", "lfm2-1.2b", 4096);
+    assert_eq!((on, off), (56_623_104, 53_477_376));
+}
+
+#[test]
+fn conv1d_weights_stay_16_bit_on_a_4_bit_path() {
+    // Granite-4.0-H-micro: 36 Mamba layers x conv1d (4,096 + 2 x 128) x 4 = 626,688
+    // params at 2 bytes, whatever the path's bits.
+    let (_, m) = memory_of(
+        "hand-x86-avx512-noamx",
+        "fixtures/models/hybrid-state/granite-4.0-h-micro.json",
+        &["--context", "4096"],
+    );
+    assert_eq!(u(&m["weights"]["conv1d"]), 1_253_376);
+}
+
+#[test]
+fn the_table_says_which_prefix_caching_mode_a_hybrid_figure_assumes() {
+    let out = edgeplan()
+        .args(["plan", "--format", "table", "--context", "4096", "--model"])
+        .arg("fixtures/models/hybrid-state/granite-4.0-h-micro.json")
+        .arg("--profile")
+        .arg(profile("hand-cuda-h100"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("36 state x 3 page(s); 528-token blocks, prefill chunk 8192; prefix caching on (mamba_cache_mode align)"),
+        "{text}"
+    );
+    assert!(text.contains("conv1d (bf16)"), "{text}");
 }

@@ -1404,3 +1404,93 @@ fn a_gpu_held_for_a_virtual_machine_does_not_make_a_cuda_host() {
     let warnings = p["warnings"].to_string();
     assert!(warnings.contains("bound to nouveau"), "{warnings}");
 }
+
+const ARM_CPUINFO: &str =
+    "processor\t: 0\nFeatures\t: fp asimd\nCPU implementer\t: 0x51\nCPU part\t: 0x205\n\n";
+
+#[test]
+fn soc_id_305_is_the_8996_pro_and_agrees_with_its_machine_name() {
+    let dir = tree();
+    let r = dir.path();
+    put(r, "proc/cpuinfo", ARM_CPUINFO.as_bytes());
+    put(r, "system/build.prop", b"ro.board.platform=msm8996\n");
+    put(r, "sys/devices/soc0/soc_id", b"305\n");
+    put(r, "sys/devices/soc0/machine", b"MSM8996pro\n");
+    let p = probe_tree(r);
+    let a = p.android.as_ref().unwrap();
+    assert_eq!(a.soc_model.as_deref(), Some("MSM8996SG"));
+    assert!(
+        !p.warnings.iter().any(|w| w.contains("disagreement")),
+        "{:?}",
+        p.warnings
+    );
+}
+
+#[test]
+fn a_v2_container_cpuset_named_only_by_proc_self_cpuset_limits_threads() {
+    let dir = tree();
+    let r = dir.path();
+    put(r, "proc/cpuinfo", X86_CPUINFO.as_bytes());
+    put(r, "sys/devices/system/cpu/online", b"0-31\n");
+    put(r, "proc/self/cpuset", b"/kubepods/pod7/ctr\n");
+    put(
+        r,
+        "proc/mounts",
+        b"cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid,nodev 0 0\n",
+    );
+    put(
+        r,
+        "sys/fs/cgroup/kubepods/pod7/ctr/cpuset.cpus.effective",
+        b"2-7\n",
+    );
+    let p = probe_tree(r);
+    assert_eq!(p.cpu.usable_threads, Some(6));
+    assert_eq!(p.cpu.cpulists.unwrap().usable.as_deref(), Some("2-7"));
+}
+
+#[test]
+fn a_mediatek_part_in_cpuinfo_wins_over_the_platform_property_and_both_are_named() {
+    let dir = tree();
+    let r = dir.path();
+    put(
+        r,
+        "proc/cpuinfo",
+        b"processor\t: 0\nFeatures\t: fp asimd\nCPU implementer\t: 0x41\nCPU part\t: 0xd05\n\nHardware\t: MT6769V/CZ\n",
+    );
+    put(
+        r,
+        "vendor/build.prop",
+        b"ro.mediatek.platform=MT6768\nro.board.platform=mt6768\n",
+    );
+    let p = probe_tree(r);
+    let a = p.android.as_ref().unwrap();
+    assert_eq!(a.soc_model.as_deref(), Some("MT6769V"));
+    assert_eq!(
+        a.soc_model_source.as_deref(),
+        Some("/proc/cpuinfo Hardware")
+    );
+    assert!(
+        p.warnings.iter().any(|w| w.contains("disagreement")
+            && w.contains("MT6769V")
+            && w.contains("ro.mediatek.platform says MT6768")),
+        "{:?}",
+        p.warnings
+    );
+}
+
+#[test]
+fn a_board_suffix_goes_to_its_own_field() {
+    let dir = tree();
+    let r = dir.path();
+    put(r, "proc/cpuinfo", ARM_CPUINFO.as_bytes());
+    put(
+        r,
+        "system/build.prop",
+        b"ro.board.platform=tegra210_dragon\nro.hardware=dragon\n",
+    );
+    let p = probe_tree(r);
+    let a = p.android.as_ref().unwrap();
+    assert_eq!(a.soc_model.as_deref(), Some("TEGRA210"));
+    assert_eq!(a.soc_board.as_deref(), Some("dragon"));
+    assert_eq!(a.soc_model_source.as_deref(), Some("ro.board.platform"));
+}

@@ -420,7 +420,13 @@ impl ModelShape {
             model_type.as_deref(),
             Some("qwen3_next" | "qwen3_5_text" | "qwen3_5_moe_text")
         );
-        let assumed = unknown_family_assumptions(family, model_type.as_deref(), &merged);
+        let assumed = unknown_family_assumptions(
+            family,
+            model_type.as_deref(),
+            &merged,
+            moe.as_ref(),
+            dims.num_hidden_layers,
+        );
         let mut shape = ModelShape {
             name: name_of(top, origin),
             model_type: family.map(|f| f.model_type.to_owned()).or(model_type),
@@ -478,21 +484,17 @@ impl ModelShape {
     /// What the plan should say about the linear-attention layers: their state's size
     /// (not in the KV figures), or that their mixer is sized as attention.
     fn note_linear_layers(&mut self) {
-        let layers = if self.parallel_linear_mixer {
-            self.num_hidden_layers
-        } else {
-            self.layer_kind_counts().2
-        };
+        let layers = self.linear_mixer_layers();
         if layers == 0 {
             return;
         }
         self.assumed.push(match self.linear_state_elements_per_layer() {
             Some(elements) if self.parallel_linear_mixer => format!(
-                "the Mamba-2 mixers beside the attention of all {layers} layers keep a fixed state of {} bytes per sequence at 16 bits ({elements} values a layer: the convolution's last inputs and the recurrent state), not counted in either KV figure",
+                "the Mamba-2 mixers beside the attention of all {layers} layers keep a fixed state of {} bytes per sequence at 16 bits ({elements} values a layer: the convolution's last inputs and the recurrent state): not in the architecture's KV figure; the engine figure holds it as vLLM pages it",
                 elements * 2 * layers
             ),
             Some(elements) => format!(
-                "the {layers} linear-attention layers keep a fixed state of {} bytes per sequence at 16 bits ({elements} values a layer: the convolution's last inputs and the recurrent state), not counted in either KV figure",
+                "the {layers} linear-attention layers keep a fixed state of {} bytes per sequence at 16 bits ({elements} values a layer: the convolution's last inputs and the recurrent state): not in the architecture's KV figure; the engine figure holds it as vLLM pages it",
                 elements * 2 * layers
             ),
             None => format!(
@@ -596,6 +598,16 @@ impl ModelShape {
     /// (Gated DeltaNet: value heads × key head size × value head size; Mamba-2:
     /// heads × head size × state size). `None` when the mixer is not described.
     pub fn linear_state_elements_per_layer(&self) -> Option<u64> {
+        self.linear_state_parts()
+            .map(|(conv, recurrent)| conv + recurrent)
+    }
+
+    /// One linear-attention layer's state per sequence, in elements, as vLLM shapes it
+    /// (`MambaStateShapeCalculator`, vllm/model_executor/layers/mamba/mamba_utils.py:
+    /// `mamba2_state_shape` 194-220, `short_conv_state_shape` 256-266,
+    /// `gated_delta_net_state_shape` 279-301): (the convolution state, the recurrent
+    /// state; 0 for the short convolution, which has none).
+    pub fn linear_state_parts(&self) -> Option<(u64, u64)> {
         Some(match self.linear_mixer.as_ref()? {
             LinearMixer::GatedDeltaNet {
                 num_key_heads,
@@ -605,7 +617,10 @@ impl ModelShape {
                 conv_kernel,
             } => {
                 let conv_dim = 2 * num_key_heads * key_head_dim + num_value_heads * value_head_dim;
-                (conv_kernel - 1) * conv_dim + num_value_heads * key_head_dim * value_head_dim
+                (
+                    (conv_kernel - 1) * conv_dim,
+                    num_value_heads * key_head_dim * value_head_dim,
+                )
             }
             LinearMixer::Mamba2 {
                 inner,
@@ -613,9 +628,37 @@ impl ModelShape {
                 groups,
                 state,
                 conv_kernel,
-            } => (conv_kernel - 1) * (inner + 2 * groups * state) + inner * state,
-            LinearMixer::ShortConv { kernel } => (kernel - 1) * self.hidden_size,
+            } => (
+                (conv_kernel - 1) * (inner + 2 * groups * state),
+                inner * state,
+            ),
+            LinearMixer::ShortConv { kernel } => ((kernel - 1) * self.hidden_size, 0),
         })
+    }
+
+    /// Layers that run the linear mixer: the linear-attention layers, or every layer
+    /// when it runs beside the attention (Falcon-H1).
+    pub fn linear_mixer_layers(&self) -> u64 {
+        if self.parallel_linear_mixer {
+            self.num_hidden_layers
+        } else {
+            self.layer_kind_counts().2
+        }
+    }
+
+    /// The depthwise `conv1d` weights of every linear mixer: quantizers leave them at 16
+    /// bits (they are not `nn.Linear`), so the weights count them apart.
+    pub fn conv1d_params(&self) -> u64 {
+        if self.linear_mixer.is_none() {
+            return 0;
+        }
+        let per_layer: u64 = self
+            .linear_layer_linears()
+            .iter()
+            .filter(|l| l.name == "conv1d")
+            .map(Linear::params)
+            .sum();
+        per_layer * self.linear_mixer_layers()
     }
 
     /// The MLP linears at width `i`: gate, up, down (or up, down when not gated).
@@ -849,18 +892,21 @@ fn language_config<'a>(
 fn refuse_gemma3n(origin: &str, types: &[Option<&str>]) -> anyhow::Result<()> {
     match types.iter().flatten().find(|t| GEMMA3N_TYPES.contains(t)) {
         Some(t) => Err(data_error(format!(
-            "{origin}: Gemma 3n (model_type \"{t}\") is not supported: its per-layer embeddings (a vocab_size_per_layer_input x hidden_size_per_layer_input table for every layer), AltUp and LAuReL blocks, per-layer intermediate sizes and KV cache shared across the last num_kv_shared_layers layers are outside edgeplan's weight and KV formulas"
+            "{origin}: Gemma 3n (model_type \"{t}\") is not supported: its per-layer embeddings (a vocab_size_per_layer_input x hidden_size_per_layer_input table for every layer), AltUp and LAuReL blocks, per-layer intermediate sizes and KV cache shared across the last num_kv_shared_layers layers are outside edgeplan's weight and KV formulas (vLLM serves it; edgeplan cannot size it yet)"
         ))),
         None => Ok(()),
     }
 }
 
 /// What edgeplan assumes for a family it has no table for: attention and a gated MLP in
-/// every layer, and an untied head when the config does not state the tie.
+/// every layer (in a MoE model, the experts the config describes in its sparse layers),
+/// and an untied head when the config does not state the tie.
 fn unknown_family_assumptions(
     family: Option<&families::Family>,
     model_type: Option<&str>,
     merged: &Map<String, Value>,
+    moe: Option<&Moe>,
+    layers: u64,
 ) -> Vec<String> {
     if family.is_some() {
         return Vec::new();
@@ -869,9 +915,28 @@ fn unknown_family_assumptions(
         Some(t) => format!("model_type \"{t}\" is not a family edgeplan has a table for"),
         None => "the config names no model_type".into(),
     };
-    let mut assumed = vec![format!(
-        "{which}: its layers are taken as attention + a gated MLP (gate, up, down) of intermediate_size"
-    )];
+    let mlp = match moe {
+        None => {
+            "its layers are taken as attention + a gated MLP (gate, up, down) of intermediate_size"
+                .to_string()
+        }
+        Some(m) => {
+            let dense = layers - m.sparse_layers;
+            let shared = if m.shared_expert_intermediate_size > 0 {
+                format!(
+                    " plus a shared MLP of {}",
+                    m.shared_expert_intermediate_size
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "its layers are taken as attention + gated MLPs (gate, up, down): {} expert layer(s) of {} experts of {}{shared}, and {dense} dense layer(s) of intermediate_size",
+                m.sparse_layers, m.num_experts, m.expert_intermediate_size
+            )
+        }
+    };
+    let mut assumed = vec![format!("{which}: {mlp}")];
     if merged.get("tie_word_embeddings").is_none_or(Value::is_null) {
         assumed.push("the config does not state tie_word_embeddings: the head is taken as untied, so a 16-bit path counts its vocab_size x hidden_size x 2 bytes (transformers' own default is tied)".into());
     }
@@ -1601,7 +1666,12 @@ impl Fields<'_> {
         }))
     }
 
-    /// `max_position_embeddings`, stretched by a YaRN or dynamic `rope_scaling` factor.
+    /// `max_position_embeddings`, stretched the way vLLM 0.32 derives its limit
+    /// (`_get_and_verify_max_len`, vllm/config/model.py:2583-2616): a `rope_scaling`
+    /// (or `rope_parameters`) `factor` multiplies `max_position_embeddings` unless the
+    /// type is `su`, `longrope`, `llama3`, `yarn`, `deepseek_yarn` or
+    /// `deepseek_llama_scaling` (those configs already state the extended length), and
+    /// never for a Gemma 3 config (its limit is already scaled).
     fn context_limit(&self) -> anyhow::Result<Option<ContextLimit>> {
         let Some(max_pos) = self.opt_u64("max_position_embeddings")? else {
             return Ok(None);
@@ -1620,27 +1690,27 @@ impl Fields<'_> {
             .iter()
             .find_map(|k| rope.get(*k).and_then(Value::as_str))
             .unwrap_or("default");
+        const PRESCALED: &[&str] = &[
+            "su",
+            "longrope",
+            "llama3",
+            "yarn",
+            "deepseek_yarn",
+            "deepseek_llama_scaling",
+        ];
+        let gemma3 = self
+            .cfg
+            .get("model_type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t.contains("gemma3"));
         let factor = rope.get("factor").and_then(Value::as_f64).unwrap_or(1.0);
-        if !matches!(kind, "yarn" | "dynamic") || factor <= 1.0 {
+        if PRESCALED.contains(&kind) || gemma3 || factor <= 1.0 {
             return Ok(Some(plain));
         }
-        let (original, what) = match rope
-            .get("original_max_position_embeddings")
-            .and_then(Value::as_u64)
-        {
-            Some(o) => (o, "rope_scaling.original_max_position_embeddings"),
-            None => match self.opt_u64("original_max_position_embeddings")? {
-                Some(o) => (o, "original_max_position_embeddings"),
-                None => (max_pos, "max_position_embeddings"),
-            },
-        };
-        let scaled = (original as f64 * factor) as u64;
-        if scaled <= max_pos {
-            return Ok(Some(plain));
-        }
+        let scaled = (max_pos as f64 * factor) as u64;
         Ok(Some(ContextLimit {
             tokens: scaled,
-            source: format!("{what} {original} x {kind} rope factor {factor}"),
+            source: format!("max_position_embeddings {max_pos} x {kind} rope factor {factor}"),
         }))
     }
 }
@@ -1901,17 +1971,37 @@ mod tests {
     }
 
     #[test]
-    fn context_limit_follows_yarn() {
+    fn context_limit_follows_vllm_rope_rule() {
+        // yarn: max_position_embeddings is already the extended length (vLLM 0.32
+        // vllm/config/model.py:2591-2601), whatever original_max_position_embeddings says.
         let m = parse(
             r#"{"model_type": "qwen3", "max_position_embeddings": 40960,
             "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}"#,
         );
-        let limit = m.context_limit.unwrap();
-        assert_eq!(limit.tokens, 131_072);
-        assert!(limit.source.contains("yarn"), "{}", limit.source);
+        assert_eq!(m.context_limit.unwrap().tokens, 40_960);
         let m = parse(
             r#"{"model_type": "llama", "max_position_embeddings": 131072,
             "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}"#,
+        );
+        assert_eq!(m.context_limit.unwrap().tokens, 131_072);
+        // dynamic (and linear): max_position_embeddings x factor, not the original length.
+        let m = parse(
+            r#"{"model_type": "llama", "max_position_embeddings": 4096,
+            "original_max_position_embeddings": 2048,
+            "rope_scaling": {"type": "dynamic", "factor": 2.0}}"#,
+        );
+        let limit = m.context_limit.unwrap();
+        assert_eq!(limit.tokens, 8192);
+        assert!(limit.source.contains("dynamic"), "{}", limit.source);
+        let m = parse(
+            r#"{"model_type": "llama", "max_position_embeddings": 4096,
+            "rope_scaling": {"rope_type": "linear", "factor": 4.0}}"#,
+        );
+        assert_eq!(m.context_limit.unwrap().tokens, 16_384);
+        // Gemma 3's limit is already scaled.
+        let m = parse(
+            r#"{"model_type": "gemma3_text", "max_position_embeddings": 131072,
+            "rope_scaling": {"rope_type": "linear", "factor": 8.0}}"#,
         );
         assert_eq!(m.context_limit.unwrap().tokens, 131_072);
     }
@@ -2184,6 +2274,23 @@ mod tests {
         assert!(all.contains("the head is taken as untied"), "{all}");
         assert!(
             all.contains("its 2 linear-attention layers' mixer"),
+            "{all}"
+        );
+        // A DeepSeek-V3 style MoE (a family edgeplan has no table for): the note names
+        // the experts it sized, not one MLP of intermediate_size in every layer.
+        let m = parse(
+            r#"{"model_type": "deepseek_v3", "hidden_size": 64, "intermediate_size": 192,
+            "moe_intermediate_size": 32, "num_hidden_layers": 4, "num_attention_heads": 2,
+            "vocab_size": 16, "n_routed_experts": 8, "num_experts_per_tok": 2,
+            "n_shared_experts": 1, "first_k_dense_replace": 1, "tie_word_embeddings": false}"#,
+        );
+        let all = m.assumed.join("\n");
+        assert!(
+            all.contains("3 expert layer(s) of 8 experts of 32 plus a shared MLP of 32, and 1 dense layer(s) of intermediate_size"),
+            "{all}"
+        );
+        assert!(
+            !all.contains("a gated MLP (gate, up, down) of intermediate_size"),
             "{all}"
         );
         // A known family with its keys stated assumes nothing.

@@ -31,6 +31,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::catalog::{LmHead, PathSpec};
+use super::memory_hybrid::{self, EngineState, StateSetup};
 use crate::model::ModelShape;
 use crate::profile::{HardwareClass, Profile, RamBudget};
 
@@ -121,11 +122,19 @@ pub struct WeightBytes {
     /// MoE routers (and shared-expert gates), bf16; 0 for a dense model.
     #[serde(default)]
     pub router: u64,
+    /// The state-space and short-convolution mixers' depthwise `conv1d` weights, bf16
+    /// (quantizers leave them: they are not linear layers); absent when there are none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub conv1d: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl WeightBytes {
     pub fn total(&self) -> u64 {
-        self.linears + self.embedding + self.lm_head + self.norms + self.router
+        self.linears + self.embedding + self.lm_head + self.norms + self.router + self.conv1d
     }
 }
 
@@ -140,8 +149,13 @@ pub struct EngineKv {
     pub group_size: u64,
     /// One entry per layer kind that holds KV.
     pub groups: Vec<EngineGroup>,
-    /// KV bytes one sequence of `context` tokens is allocated.
+    /// KV bytes one sequence of `context` tokens is allocated (a hybrid model's state
+    /// pages included).
     pub bytes_per_sequence: u64,
+    /// A hybrid model's state layers as vLLM pages them, and the prefix-caching mode
+    /// the figure assumes; absent for a model without state layers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<EngineState>,
     /// The memory the engine gets for KV (`null` when the budget is unknown).
     pub kv_space_bytes: Option<u64>,
     /// Where that figure came from.
@@ -157,8 +171,11 @@ pub struct EngineGroup {
     pub groups: u64,
     /// Empty slots in the last group, paid for like layers.
     pub padding_layers: u64,
-    /// Tokens each layer is allocated per sequence (whole blocks).
+    /// Tokens each layer is allocated per sequence (whole blocks); 0 for state layers.
     pub tokens_per_sequence: u64,
+    /// State layers only: the state pages each layer holds per sequence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pages_per_sequence: Option<u64>,
     /// Bytes per sequence, padding included.
     pub bytes: u64,
 }
@@ -276,12 +293,14 @@ pub fn weight_bytes(model: &ModelShape, path: &PathSpec) -> WeightBytes {
         LmHead::ModelDtype if model.tie_word_embeddings => 0,
         LmHead::ModelDtype => lm_head_params * 2,
     };
+    let conv1d = model.conv1d_params();
     WeightBytes {
-        linears: bytes_at(model.decoder_linear_params(), bits),
+        linears: bytes_at(model.decoder_linear_params() - conv1d, bits),
         embedding: model.embedding_params() * 2,
         lm_head,
         norms: model.norm_params() * 2,
         router: model.router_params() * 2,
+        conv1d: conv1d * 2,
     }
 }
 
@@ -438,6 +457,13 @@ fn largest(hi: u64, ok: impl Fn(u64) -> bool) -> Option<u64> {
 pub struct EngineSetup {
     pub block_size: u64,
     pub max_num_batched_tokens: u64,
+    /// The attention backend's smallest kernel block (FlashAttention 16, CPU 32).
+    pub kernel_block: u64,
+    /// Whether vLLM keeps Mamba-2 / Gated DeltaNet recurrent state in float32 (an x86
+    /// CPU with AVX512-BF16: vllm/platforms/cpu.py:301-320).
+    pub recurrent_f32: bool,
+    /// Prefix caching, vLLM's default (on): a hybrid model's state pages depend on it.
+    pub prefix_caching: bool,
 }
 
 /// vLLM's setup on this class of device; `None` where vLLM does not run (phones).
@@ -464,34 +490,69 @@ pub fn engine_setup(profile: &Profile) -> Option<EngineSetup> {
         }
         HardwareClass::NpuPhone => return None,
     };
+    let cpu = block_size == CPU_BLOCK_TOKENS;
     Some(EngineSetup {
         block_size,
         max_num_batched_tokens,
+        kernel_block: if cpu {
+            memory_hybrid::CPU_KERNEL_BLOCK
+        } else {
+            memory_hybrid::GPU_KERNEL_BLOCK
+        },
+        recurrent_f32: profile.hardware_class == HardwareClass::X86Cpu
+            && profile.cpu.has_flag("avx512_bf16"),
+        prefix_caching: true,
     })
+}
+
+/// vLLM's KV layout for one sequence: the group size, the groups by kind, the bytes,
+/// the block size (raised for a hybrid model's state page) and the state layers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineLayout {
+    pub group_size: u64,
+    pub groups: Vec<EngineGroup>,
+    pub bytes_per_sequence: u64,
+    pub block_size: u64,
+    pub state: Option<EngineState>,
 }
 
 /// The KV cache vLLM V1 allocates one sequence of `context` tokens: per layer, whole
 /// blocks of the full context (`FullAttentionSpec.max_memory_usage_bytes`) or of
 /// `min(window - 1 + max_num_batched_tokens, context)` tokens plus one block
-/// (`SlidingWindowSpec.max_memory_usage_bytes`, vllm/v1/kv_cache_interface.py); layers
-/// grouped by kind into groups of equal size, the last group of a kind padded
-/// (`_get_kv_cache_groups_uniform_page_size`, vllm/v1/core/kv_cache_utils.py).
-/// Returns (group size, groups, bytes per sequence).
+/// (`SlidingWindowSpec.max_memory_usage_bytes`, vllm/v1/kv_cache_interface.py); a
+/// hybrid model's state layers a few padded pages each ([`memory_hybrid`]), the block
+/// raised to hold one; layers grouped by kind into groups of equal size, the last group
+/// of a kind padded (`_get_kv_cache_groups_uniform_page_size`,
+/// vllm/v1/core/kv_cache_utils.py:1362-1502), and a sequence paying each group's blocks
+/// at one page per layer slot (`_max_memory_usage_bytes_from_groups`, 2337-2366).
 pub fn engine_layout(
     model: &ModelShape,
     context: u64,
     dtype: KvDtype,
     setup: EngineSetup,
-) -> (u64, Vec<EngineGroup>, u64) {
-    let block = setup.block_size;
+) -> EngineLayout {
     let per_token = model.kv_bytes_per_token_per_layer(dtype.bytes());
+    let hybrid = memory_hybrid::hybrid_state(
+        model,
+        per_token,
+        StateSetup {
+            block_size: setup.block_size,
+            kernel_block: setup.kernel_block,
+            recurrent_f32: setup.recurrent_f32,
+            prefix_caching: setup.prefix_caching,
+        },
+    );
+    let block = hybrid.as_ref().map_or(setup.block_size, |h| h.0);
+    let page = block.saturating_mul(per_token);
     let (full, sliding, _) = model.layer_kind_counts();
-    let mut kinds: Vec<(LayerKindName, u64, u64)> = Vec::new();
+    // (kind, layers, blocks per sequence, pages when a state kind)
+    let mut kinds: Vec<(LayerKindName, u64, u64, Option<u64>)> = Vec::new();
     if full > 0 {
         kinds.push((
             LayerKindName::FullAttention,
             full,
-            context.div_ceil(block).saturating_mul(block),
+            context.div_ceil(block),
+            None,
         ));
     }
     if sliding > 0 {
@@ -502,33 +563,51 @@ pub fn engine_layout(
         kinds.push((
             LayerKindName::SlidingAttention,
             sliding,
-            (held.div_ceil(block) + 1).saturating_mul(block),
+            held.div_ceil(block) + 1,
+            None,
+        ));
+    }
+    if let Some((_, state)) = &hybrid {
+        let pages = state.pages_per_sequence;
+        kinds.push((
+            LayerKindName::LinearAttention,
+            state.layers,
+            pages,
+            Some(pages),
         ));
     }
     let min = kinds.iter().map(|k| k.1).min().unwrap_or(0);
     let max = kinds.iter().map(|k| k.1).max().unwrap_or(0);
     // vLLM takes the smaller count as the group size, or the larger one when it is
-    // under 1.25 times the smaller (`max_num_layers < min_num_layers * 1.25`).
-    let group_size = if 4 * max < 5 * min { max } else { min };
+    // under 1.5 times the smaller (`max_num_layers < min_num_layers * 1.5`,
+    // vllm/v1/core/kv_cache_utils.py:1467-1478).
+    let group_size = if 2 * max < 3 * min { max } else { min };
     let mut per_sequence = 0u64;
     let groups = kinds
         .into_iter()
-        .map(|(kind, layers, tokens)| {
+        .map(|(kind, layers, blocks, pages)| {
             let groups = layers.div_ceil(group_size.max(1));
             let slots = groups * group_size;
-            let bytes = slots.saturating_mul(tokens).saturating_mul(per_token);
+            let bytes = slots.saturating_mul(blocks).saturating_mul(page);
             per_sequence = per_sequence.saturating_add(bytes);
             EngineGroup {
                 kind,
                 layers,
                 groups,
                 padding_layers: slots - layers,
-                tokens_per_sequence: tokens,
+                tokens_per_sequence: if pages.is_some() { 0 } else { blocks * block },
+                pages_per_sequence: pages,
                 bytes,
             }
         })
         .collect();
-    (group_size, groups, per_sequence)
+    EngineLayout {
+        group_size,
+        groups,
+        bytes_per_sequence: per_sequence,
+        block_size: block,
+        state: hybrid.map(|h| h.1),
+    }
 }
 
 /// The fit of `request` on `profile` with `path`.
@@ -674,10 +753,11 @@ pub(super) fn fit_from_parts(
     }
 }
 
-/// The KV cache if every layer held the whole context ("flat"), for `seqs` sequences.
+/// The KV cache if every attention layer held the whole context ("flat"), for `seqs`
+/// sequences; linear-attention layers hold no KV.
 fn flat_kv_bytes(model: &ModelShape, context: u64, seqs: u64, dtype: KvDtype) -> u64 {
-    model
-        .num_hidden_layers
+    let (full, sliding, _) = model.layer_kind_counts();
+    (full + sliding)
         .saturating_mul(model.kv_bytes_per_token_per_layer(dtype.bytes()))
         .saturating_mul(context)
         .saturating_mul(seqs)
@@ -725,8 +805,17 @@ fn engine_kv(
     cpu_vllm: bool,
     kv_space: Option<u64>,
 ) -> EngineKv {
-    let (group_size, groups, bytes_per_sequence) =
-        engine_layout(&request.model, request.context, request.kv_dtype, setup);
+    let layout = engine_layout(&request.model, request.context, request.kv_dtype, setup);
+    let mut state = layout.state;
+    if let Some(s) = state.as_mut() {
+        let off = EngineSetup {
+            prefix_caching: false,
+            ..setup
+        };
+        s.bytes_per_sequence_without_prefix_caching =
+            engine_layout(&request.model, request.context, request.kv_dtype, off)
+                .bytes_per_sequence;
+    }
     let (kv_space_bytes, kv_space_source) = if cpu_vllm {
         (
             kv_space.map(|s| s / GIB_BYTES * GIB_BYTES),
@@ -743,11 +832,12 @@ fn engine_kv(
         )
     };
     EngineKv {
-        block_size: setup.block_size,
+        block_size: layout.block_size,
         max_num_batched_tokens: setup.max_num_batched_tokens,
-        group_size,
-        groups,
-        bytes_per_sequence,
+        group_size: layout.group_size,
+        groups: layout.groups,
+        bytes_per_sequence: layout.bytes_per_sequence,
+        state,
         kv_space_bytes,
         kv_space_source,
     }
@@ -763,7 +853,9 @@ fn kv_needed(
     c: u64,
 ) -> u64 {
     match setup {
-        Some(s) => engine_layout(model, n, dtype, s).2.saturating_mul(c),
+        Some(s) => engine_layout(model, n, dtype, s)
+            .bytes_per_sequence
+            .saturating_mul(c),
         None => kv_total(model, n, c, dtype),
     }
 }
@@ -886,13 +978,39 @@ fn engine_notes(model: &ModelShape, engine: &EngineKv) -> Vec<String> {
             engine.group_size
         ));
     }
-    if model.layer_kind_counts().2 > 0 {
-        notes.push(
-            "the linear-attention layers' fixed-size state is not counted in either KV figure"
-                .into(),
-        );
+    match &engine.state {
+        Some(s) => notes.push(state_note(s, engine.block_size)),
+        None if model.linear_mixer_layers() > 0 => notes.push(
+            "the linear-attention layers' mixer is not described, so their fixed-size state is not counted in either KV figure".into(),
+        ),
+        None => {}
     }
     notes
+}
+
+/// What the engine figure assumes for a hybrid model's state layers.
+fn state_note(s: &EngineState, block: u64) -> String {
+    let raised = if block > s.default_block_size {
+        format!(
+            "vLLM raises the KV block from {} to {block} tokens so that one block's KV page ({} bytes) holds one state page ({} bytes: conv state plus {} recurrent state), pads the state page to it and gives",
+            s.default_block_size,
+            s.page_bytes,
+            s.state_bytes,
+            s.recurrent_state_dtype.as_deref().unwrap_or("no")
+        )
+    } else {
+        format!(
+            "vLLM pads each state page ({} bytes) to one KV block's page ({} bytes) and gives",
+            s.state_bytes, s.page_bytes
+        )
+    };
+    format!(
+        "hybrid model: {raised} each of the {} state layers {} page(s) per sequence; the figures assume prefix caching on (vLLM's default for hybrid models, mamba_cache_mode 'align'); with --no-enable-prefix-caching ('none') it keeps {} page and a sequence takes {} bytes",
+        s.layers,
+        s.pages_per_sequence,
+        s.pages_per_sequence_without_prefix_caching,
+        s.bytes_per_sequence_without_prefix_caching
+    )
 }
 
 /// `gpu_memory_utilization` for a headroom fraction: the share vLLM may take.
@@ -1038,6 +1156,9 @@ fn weight_rows(fit: &MemoryFit) -> Vec<(String, String)> {
     if fit.weights.router > 0 {
         rows.push(("  MoE routers (bf16)".into(), gib(fit.weights.router)));
     }
+    if fit.weights.conv1d > 0 {
+        rows.push(("  conv1d (bf16)".into(), gib(fit.weights.conv1d)));
+    }
     if let Some(active) = fit.active_params_per_token {
         rows.push((
             "active params/token".into(),
@@ -1097,17 +1218,25 @@ fn kv_rows(fit: &MemoryFit) -> Vec<(String, String)> {
                     LayerKindName::SlidingAttention => "sliding",
                     LayerKindName::LinearAttention => "linear",
                 };
-                format!(
-                    "{} {kind} x {} tokens",
-                    g.groups * e.group_size,
-                    g.tokens_per_sequence
-                )
+                match g.pages_per_sequence {
+                    Some(pages) => format!("{} state x {pages} page(s)", g.groups * e.group_size),
+                    None => format!(
+                        "{} {kind} x {} tokens",
+                        g.groups * e.group_size,
+                        g.tokens_per_sequence
+                    ),
+                }
             })
             .collect();
+        let mode = match &e.state {
+            Some(s) if s.prefix_caching => "; prefix caching on (mamba_cache_mode align)",
+            Some(_) => "; prefix caching off (mamba_cache_mode none)",
+            None => "",
+        };
         rows.push((
             "KV cache, vLLM allocates".into(),
             format!(
-                "{} ({}; {}-token blocks, prefill chunk {})",
+                "{} ({}; {}-token blocks, prefill chunk {}{mode})",
                 gib(bytes),
                 kinds.join(", "),
                 e.block_size,
@@ -1200,7 +1329,8 @@ mod tests {
                 embedding: 622_329_856,
                 lm_head: 165_306_368,
                 norms: 233_472,
-                router: 0
+                router: 0,
+                conv1d: 0
             }
         );
         // bf16: 2 bytes per weight and the tied head shares the embedding.
@@ -1212,7 +1342,8 @@ mod tests {
                 embedding: 622_329_856,
                 lm_head: 0,
                 norms: 233_472,
-                router: 0
+                router: 0,
+                conv1d: 0
             }
         );
     }
@@ -1232,9 +1363,17 @@ mod tests {
         let setup = EngineSetup {
             block_size: 16,
             max_num_batched_tokens: 8192,
+            kernel_block: 16,
+            recurrent_f32: false,
+            prefix_caching: true,
         };
-        let (g, groups, bytes) = engine_layout(&m, 32768, KvDtype::Bf16, setup);
-        assert_eq!(g, 4, "the smaller count: 22 is not under 1.25 x 4");
+        let EngineLayout {
+            group_size: g,
+            groups,
+            bytes_per_sequence: bytes,
+            ..
+        } = engine_layout(&m, 32768, KvDtype::Bf16, setup);
+        assert_eq!(g, 4, "the smaller count: 22 is not under 1.5 x 4");
         assert_eq!((groups[0].groups, groups[0].padding_layers), (1, 0));
         // 22 sliding layers fill 6 groups of 4: 2 padding layers.
         assert_eq!((groups[1].groups, groups[1].padding_layers), (6, 2));
@@ -1242,24 +1381,91 @@ mod tests {
         assert_eq!(groups[1].tokens_per_sequence, 8720);
         assert_eq!(bytes, 1024 * (4 * 32768 + 24 * 8720));
         // Short contexts: a sliding layer holds the whole context, plus a block.
-        let (_, groups, _) = engine_layout(&m, 100, KvDtype::Bf16, setup);
+        let EngineLayout { groups, .. } = engine_layout(&m, 100, KvDtype::Bf16, setup);
         assert_eq!(groups[0].tokens_per_sequence, 112);
         assert_eq!(groups[1].tokens_per_sequence, 128);
     }
 
     #[test]
     fn engine_groups_take_the_larger_count_when_close() {
-        // gpt-oss style, 25 layers alternating: 13 sliding, 12 full. 13 < 1.25 x 12, so
+        // gpt-oss style, 25 layers alternating: 13 sliding, 12 full. 13 < 1.5 x 12, so
         // groups of 13 and one padding layer among the full ones (vLLM's own example).
         let m = shape(r#"{"model_type": "gpt_oss", "num_hidden_layers": 25}"#);
         let setup = EngineSetup {
             block_size: 16,
             max_num_batched_tokens: 2048,
+            kernel_block: 16,
+            recurrent_f32: false,
+            prefix_caching: true,
         };
-        let (g, groups, _) = engine_layout(&m, 4096, KvDtype::Bf16, setup);
+        let EngineLayout {
+            group_size: g,
+            groups,
+            ..
+        } = engine_layout(&m, 4096, KvDtype::Bf16, setup);
         assert_eq!(g, 13);
         assert_eq!(groups[0].padding_layers, 1);
         assert_eq!(groups[1].padding_layers, 0);
+        // 5 full and 7 sliding: 7 < 1.5 x 5 = 7.5, so one group of 7 per kind (the
+        // 1.25 rule vLLM no longer uses would have made groups of 5 and padded 3).
+        let m = shape(
+            r#"{"model_type": "gemma3_text", "num_hidden_layers": 12, "sliding_window": 512,
+            "layer_types": ["full_attention", "sliding_attention", "full_attention",
+            "sliding_attention", "full_attention", "sliding_attention", "full_attention",
+            "sliding_attention", "full_attention", "sliding_attention", "sliding_attention",
+            "sliding_attention"]}"#,
+        );
+        let EngineLayout {
+            group_size: g,
+            groups,
+            ..
+        } = engine_layout(&m, 4096, KvDtype::Bf16, setup);
+        assert_eq!(g, 7);
+        assert_eq!((groups[0].layers, groups[0].padding_layers), (5, 2));
+        assert_eq!((groups[1].layers, groups[1].padding_layers), (7, 0));
+        // 10 full and 15 sliding: 15 is not under 15, so groups of 10.
+        let mut types = vec!["\"full_attention\""; 10];
+        types.extend(vec!["\"sliding_attention\""; 15]);
+        let m = shape(&format!(
+            r#"{{"model_type": "gemma3_text", "num_hidden_layers": 25, "sliding_window": 512,
+            "layer_types": [{}]}}"#,
+            types.join(",")
+        ));
+        assert_eq!(engine_layout(&m, 4096, KvDtype::Bf16, setup).group_size, 10);
+    }
+
+    #[test]
+    fn a_parallel_mamba_mixer_is_a_state_layer_beside_every_attention_layer() {
+        // A Falcon-H1-0.5B shape: 36 layers, each attention (2 KV heads of 64) and a
+        // Mamba-2 mixer (d_ssm 1536, 24 heads of 64, state 128): 36 + 36 layers, groups
+        // of 36. vLLM's classes: state 403,968 B, block 16 x 50 = 800, page 409,600.
+        let m = shape(
+            r#"{"model_type": "falcon_h1", "hidden_size": 1024, "num_hidden_layers": 36,
+            "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 64,
+            "intermediate_size": 2048, "vocab_size": 32784, "mamba_d_ssm": 1536,
+            "mamba_n_heads": 24, "mamba_d_head": 64, "mamba_d_state": 128,
+            "mamba_n_groups": 1, "mamba_d_conv": 4, "mamba_expand": 2}"#,
+        );
+        let setup = EngineSetup {
+            block_size: 16,
+            max_num_batched_tokens: 8192,
+            kernel_block: 16,
+            recurrent_f32: false,
+            prefix_caching: true,
+        };
+        let l = engine_layout(&m, 4096, KvDtype::Bf16, setup);
+        assert_eq!((l.block_size, l.group_size), (800, 36));
+        assert_eq!(l.state.as_ref().map(|s| s.layers), Some(36));
+        // (ceil(4096 / 800) + 3 pages) x 36 layers x 409,600 B.
+        assert_eq!(l.bytes_per_sequence, 132_710_400);
+        let off = EngineSetup {
+            prefix_caching: false,
+            ..setup
+        };
+        assert_eq!(
+            engine_layout(&m, 4096, KvDtype::Bf16, off).bytes_per_sequence,
+            103_219_200
+        );
     }
 
     #[test]
@@ -1270,9 +1476,16 @@ mod tests {
             engine_setup(&cpu),
             Some(EngineSetup {
                 block_size: 128,
-                max_num_batched_tokens: 2048
+                max_num_batched_tokens: 2048,
+                kernel_block: 32,
+                recurrent_f32: false,
+                prefix_caching: true,
             })
         );
+        // An AVX512-BF16 x86 CPU keeps the Mamba recurrent state in float32.
+        let mut bf16_cpu = cpu.clone();
+        bf16_cpu.cpu.flags.push("avx512_bf16".into());
+        assert!(engine_setup(&bf16_cpu).unwrap().recurrent_f32);
         let mut gpu = profile(HardwareClass::CudaDiscrete, (None, None, None));
         gpu.gpus.push(crate::profile::Gpu {
             vendor: "nvidia".into(),

@@ -255,6 +255,8 @@ pub fn weight_bytes(model: &ModelShape, ft: FileType, repack: Repack) -> GgufWei
             lm_head,
             norms: model.norm_params().saturating_mul(4),
             router: model.router_params().saturating_mul(4),
+            // Not split out here: llama.cpp's fit is its own (the GGUF tensors).
+            conv1d: 0,
         },
         head_type,
         repacked,

@@ -21,6 +21,7 @@ pub mod input;
 pub mod measured;
 mod measured_choice;
 pub mod memory;
+pub mod memory_hybrid;
 pub mod memory_llama_cpp;
 #[cfg(test)]
 mod odd_inputs;

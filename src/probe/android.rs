@@ -86,76 +86,89 @@ pub fn chips_for_platform(platform: &str) -> &'static [&'static str] {
     }
 }
 
-/// Qualcomm socinfo `soc_id` -> chip. Values from Linux
-/// `include/dt-bindings/arm/qcom,ids.h` (`QCOM_ID_*`), as the kernel's socinfo driver
-/// reports them in `/sys/devices/soc0/soc_id`; second-revision ids give the base chip.
+/// Qualcomm socinfo `soc_id` -> chip, every `QCOM_ID_*` of Linux
+/// `include/dt-bindings/arm/qcom,ids.h` (torvalds/linux c9cfca98, plus SM8635 614,
+/// SM7635 636, SM6650 640, SM6650P 641, QCM6690 657, QCS6690 658 and QCS9075 676 from
+/// the patches that add them), as the kernel's socinfo driver reports them in
+/// `/sys/devices/soc0/soc_id`. Names are the header's: second-revision ids give the base
+/// chip (`SM8450_2` -> `SM8450`), variants keep their letters (`MSM8996SG`, the 8996 Pro;
+/// `MSM8996AU`; `MSM8974PRO-AC`, read as `MSM8974PRO`). Sorted by id.
+#[rustfmt::skip]
+const QCOM_IDS: &[(u32, &str)] = &[
+    (70, "MSM8260"), (71, "MSM8660"), (86, "APQ8060"), (87, "MSM8960"), (109, "APQ8064"),
+    (116, "MSM8930"), (117, "MSM8630"), (118, "MSM8230"), (119, "APQ8030"),
+    (120, "MSM8627"), (121, "MSM8227"), (122, "MSM8660A"), (123, "MSM8260A"),
+    (124, "APQ8060A"), (126, "MSM8974"), (127, "MSM8225"), (129, "MSM8625"),
+    (130, "MPQ8064"), (138, "MSM8960AB"), (139, "APQ8060AB"), (140, "MSM8260AB"),
+    (141, "MSM8660AB"), (142, "MSM8930AA"), (143, "MSM8630AA"), (144, "MSM8230AA"),
+    (145, "MSM8626"), (147, "MSM8610"), (153, "APQ8064AB"), (154, "MSM8930AB"),
+    (155, "MSM8630AB"), (156, "MSM8230AB"), (157, "APQ8030AB"), (158, "MSM8226"),
+    (159, "MSM8526"), (160, "APQ8030AA"), (161, "MSM8110"), (162, "MSM8210"),
+    (163, "MSM8810"), (164, "MSM8212"), (165, "MSM8612"), (166, "MSM8112"),
+    (167, "MSM8125"), (168, "MSM8225Q"), (169, "MSM8625Q"), (170, "MSM8125Q"),
+    (172, "APQ8064AA"), (178, "APQ8084"), (179, "MSM8130"), (180, "MSM8130AA"),
+    (181, "MSM8130AB"), (182, "MSM8627AA"), (183, "MSM8227AA"), (184, "APQ8074"),
+    (185, "MSM8274"), (186, "MSM8674"), (187, "MDM9635"), (194, "MSM8974PRO-AC"),
+    (198, "MSM8126"), (199, "APQ8026"), (200, "MSM8926"), (201, "IPQ8062"),
+    (202, "IPQ8064"), (203, "IPQ8066"), (204, "IPQ8068"), (205, "MSM8326"),
+    (206, "MSM8916"), (207, "MSM8994"), (208, "APQ8074PRO-AA"), (209, "APQ8074PRO-AB"),
+    (210, "APQ8074PRO-AC"), (211, "MSM8274PRO-AA"), (212, "MSM8274PRO-AB"),
+    (213, "MSM8274PRO-AC"), (214, "MSM8674PRO-AA"), (215, "MSM8674PRO-AB"),
+    (216, "MSM8674PRO-AC"), (217, "MSM8974PRO-AA"), (218, "MSM8974PRO-AB"),
+    (219, "APQ8028"), (220, "MSM8128"), (221, "MSM8228"), (222, "MSM8528"),
+    (223, "MSM8628"), (224, "MSM8928"), (225, "MSM8510"), (226, "MSM8512"),
+    (233, "MSM8936"), (234, "MDM9640"), (239, "MSM8939"), (240, "APQ8036"),
+    (241, "APQ8039"), (242, "MSM8236"), (243, "MSM8636"), (245, "MSM8909"),
+    (246, "MSM8996"), (247, "APQ8016"), (248, "MSM8216"), (249, "MSM8116"),
+    (250, "MSM8616"), (251, "MSM8992"), (252, "APQ8092"), (253, "APQ8094"),
+    (258, "MSM8209"), (259, "MSM8208"), (260, "MDM9209"), (261, "MDM9309"),
+    (262, "MDM9609"), (263, "MSM8239"), (264, "MSM8952"), (265, "APQ8009"),
+    (266, "MSM8956"), (268, "MSM8929"), (269, "MSM8629"), (270, "MSM8229"),
+    (271, "APQ8029"), (274, "APQ8056"), (275, "MSM8609"), (277, "APQ8076"),
+    (278, "MSM8976"), (279, "MDM9650"), (280, "IPQ8065"), (281, "IPQ8069"),
+    (283, "MDM9655"), (284, "MDM9250"), (285, "MDM9255"), (286, "MDM9350"),
+    (289, "APQ8052"), (290, "MDM9607"), (291, "APQ8096"), (292, "MSM8998"),
+    (293, "MSM8953"), (294, "MSM8937"), (295, "APQ8037"), (296, "MDM8207"),
+    (297, "MDM9207"), (298, "MDM9307"), (299, "MDM9628"), (300, "MSM8909W"),
+    (301, "APQ8009W"), (302, "MSM8996L"), (303, "MSM8917"), (304, "APQ8053"),
+    (305, "MSM8996SG"), (307, "APQ8017"), (308, "MSM8217"), (309, "MSM8617"),
+    (310, "MSM8996AU"), (311, "APQ8096AU"), (312, "APQ8096SG"), (313, "MSM8940"),
+    (314, "SDX201"), (317, "SDM660"), (318, "SDM630"), (319, "APQ8098"), (320, "MSM8920"),
+    (321, "SDM845"), (322, "MDM9206"), (323, "IPQ8074"), (324, "SDA660"), (325, "SDM658"),
+    (326, "SDA658"), (327, "SDA630"), (331, "MSM8905"), (333, "SDX202"), (336, "SDM670"),
+    (338, "SDM450"), (339, "SM8150"), (341, "SDA845"), (342, "IPQ8072"), (343, "IPQ8076"),
+    (344, "IPQ8078"), (345, "SDM636"), (346, "SDA636"), (349, "SDM632"), (350, "SDA632"),
+    (351, "SDA450"), (353, "SDM439"), (354, "SDM429"), (356, "SM8250"), (362, "SA8155"),
+    (363, "SDA439"), (364, "SDA429"), (365, "SM7150"), (366, "SM7150P"), (375, "IPQ8070"),
+    (376, "IPQ8071"), (386, "QM215"), (389, "IPQ8072A"), (390, "IPQ8074A"),
+    (391, "IPQ8076A"), (392, "IPQ8078A"), (394, "SM6125"), (395, "IPQ8070A"),
+    (396, "IPQ8071A"), (397, "IPQ8172"), (398, "IPQ8173"), (399, "IPQ8174"),
+    (402, "IPQ6018"), (403, "IPQ6028"), (416, "SDM429W"), (417, "SM4250"), (421, "IPQ6000"),
+    (422, "IPQ6010"), (425, "SC7180"), (434, "SM6350"), (436, "QCM2150"), (437, "SDA429W"),
+    (439, "SM8350"), (441, "QCM2290"), (443, "SM7125"), (444, "SM6115"), (446, "IPQ5010"),
+    (447, "IPQ5018"), (448, "IPQ5028"), (449, "SC8280XP"), (453, "IPQ6005"),
+    (455, "QRB5165"), (457, "SM8450"), (459, "SM7225"), (460, "SA8295P"), (461, "SA8540P"),
+    (469, "QCM4290"), (470, "QCS4290"), (475, "SM7325"), (480, "SM8450"), (482, "SM8450"),
+    (487, "SC7280"), (495, "SC7180P"), (497, "QCM6490"), (499, "SM7325P"), (503, "IPQ5000"),
+    (504, "IPQ0509"), (505, "IPQ0518"), (507, "SM6375"), (510, "IPQ9514"), (511, "IPQ9550"),
+    (512, "IPQ9554"), (513, "IPQ9570"), (514, "IPQ9574"), (519, "SM8550"), (520, "IPQ5016"),
+    (521, "IPQ9510"), (523, "QRB4210"), (524, "QRB2210"), (525, "SAR2130P"),
+    (530, "SM8475"), (531, "SM8475P"), (532, "SA8255P"), (534, "SA8775P"), (539, "QRU1000"),
+    (540, "SM8475"), (545, "QDU1000"), (555, "X1E80100"), (557, "SM8650"), (568, "SM4450"),
+    (579, "SAR1130P"), (587, "QDU1010"), (588, "QRU1032"), (589, "QRU1052"),
+    (590, "QRU1062"), (592, "IPQ5332"), (593, "IPQ5322"), (594, "IPQ5312"),
+    (595, "IPQ5302"), (603, "QCS8550"), (604, "QCM8550"), (614, "SM8635"), (618, "SM8750"),
+    (624, "IPQ5300"), (636, "SM7635"), (640, "SM6650"), (641, "SM6650P"), (650, "IPQ5321"),
+    (651, "IPQ5424"), (657, "QCM6690"), (658, "QCS6690"), (667, "QCS9100"),
+    (671, "IPQ5404"), (674, "QCS8300"), (675, "QCS8275"), (676, "QCS9075"), (680, "QCS615"),
+];
+
+/// The chip a Qualcomm socinfo `soc_id` names ([`QCOM_IDS`]).
 pub fn chip_for_soc_id(id: u32) -> Option<&'static str> {
-    Some(match id {
-        126 => "MSM8974",
-        178 => "APQ8084",
-        206 => "MSM8916",
-        207 => "MSM8994",
-        239 => "MSM8939",
-        245 => "MSM8909",
-        246 | 305 => "MSM8996",
-        251 => "MSM8992",
-        264 => "MSM8952",
-        266 => "MSM8956",
-        278 => "MSM8976",
-        291 => "APQ8096",
-        292 => "MSM8998",
-        293 => "MSM8953",
-        294 => "MSM8937",
-        303 => "MSM8917",
-        317 => "SDM660",
-        318 => "SDM630",
-        321 => "SDM845",
-        338 => "SDM450",
-        339 => "SM8150",
-        341 => "SDA845",
-        345 => "SDM636",
-        349 => "SDM632",
-        353 => "SDM439",
-        354 => "SDM429",
-        356 => "SM8250",
-        362 => "SA8155",
-        365 => "SM7150",
-        366 => "SM7150P",
-        394 => "SM6125",
-        417 => "SM4250",
-        425 => "SC7180",
-        434 => "SM6350",
-        439 => "SM8350",
-        443 => "SM7125",
-        444 => "SM6115",
-        449 => "SC8280XP",
-        455 => "QRB5165",
-        457 | 480 | 482 => "SM8450",
-        459 => "SM7225",
-        460 => "SA8295P",
-        461 => "SA8540P",
-        475 => "SM7325",
-        487 => "SC7280",
-        497 => "QCM6490",
-        499 => "SM7325P",
-        507 => "SM6375",
-        519 => "SM8550",
-        530 | 540 => "SM8475",
-        531 => "SM8475P",
-        534 => "SA8775P",
-        555 => "X1E80100",
-        557 => "SM8650",
-        568 => "SM4450",
-        603 => "QCS8550",
-        604 => "QCM8550",
-        618 => "SM8750",
-        667 => "QCS9100",
-        674 => "QCS8300",
-        675 => "QCS8275",
-        676 => "QCS9075",
-        680 => "QCS615",
-        _ => return None,
-    })
+    QCOM_IDS
+        .binary_search_by_key(&id, |(i, _)| *i)
+        .ok()
+        .map(|at| QCOM_IDS[at].1)
 }
 
 /// A chip name: one token that starts with a letter and holds at least three digits
@@ -181,11 +194,35 @@ fn exynos_board(text: &str) -> Option<String> {
 
 /// The chip token of an old kernel's cpuinfo `Hardware` line
 /// (`Qualcomm Technologies, Inc SDM845` -> `SDM845`).
+/// A MediaTek part's package code after a slash is dropped (`MT6833V/ZA` -> `MT6833V`).
 fn hardware_chip(line: &str) -> Option<String> {
     line.split([' ', ','])
         .rev()
+        .map(|w| w.split('/').next().unwrap_or(""))
         .find(|w| chip_shaped(w))
         .map(str::to_string)
+}
+
+/// `tegra210_dragon` -> (`TEGRA210`, `dragon`): a chip token followed by `_` and a
+/// board name (letters only, four or more: a MediaTek package code such as `MT6789V_CZA`
+/// is not a board and is dropped like a `-ab` variant).
+pub fn split_board(value: &str) -> (String, Option<String>) {
+    let t = value.trim();
+    let chip = normalize_soc(t);
+    let board = t
+        .split_once('_')
+        .map(|(_, b)| b)
+        .filter(|b| b.len() >= 4 && b.bytes().all(|c| c.is_ascii_alphabetic()));
+    (chip, board.map(str::to_ascii_lowercase))
+}
+
+/// The 8996 Pro is `MSM8996SG` in Linux's id header and `MSM8996pro` in downstream
+/// kernels' `soc0/machine`: one chip (likewise APQ8096SG).
+fn pro_alias(name: &str) -> String {
+    match name.strip_suffix("SG") {
+        Some(base @ ("MSM8996" | "APQ8096")) => format!("{base}PRO"),
+        _ => name.to_string(),
+    }
 }
 
 /// The SoC's HTP entry; says so when the SoC is a lettered variant (`SM8750P`) of a chip in
@@ -205,8 +242,24 @@ fn warn_lettered_variant(sys: &SysRoot, soc: &str) -> Option<(&'static str, Opti
 /// Two normalized names for one chip: equal, or one a vendor-prefixed form of the other
 /// (Samsung's `ro.hardware=samsungexynos7870` beside `ro.hardware.chipname=exynos7870`).
 fn same_chip(a: &str, b: &str) -> bool {
-    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
-    short == long || (short.len() >= 5 && long.ends_with(short))
+    let (a, b) = (pro_alias(a), pro_alias(b));
+    let (short, long) = if a.len() <= b.len() {
+        (a.as_str(), b.as_str())
+    } else {
+        (b.as_str(), a.as_str())
+    };
+    short == long || (short.len() >= 5 && long.ends_with(short)) || lettered_variant_of(long, short)
+}
+
+/// `MSM8996SG`, `MSM8996PRO`, `SM8750P` of `MSM8996`, `SM8750`: a chip and its lettered
+/// variant, as a platform property (`ro.board.platform=msm8996`) names the family of a
+/// variant part. Not a disagreement.
+fn lettered_variant_of(long: &str, short: &str) -> bool {
+    short.len() >= 5
+        && short.ends_with(|c: char| c.is_ascii_digit())
+        && long.strip_prefix(short).is_some_and(|rest| {
+            (1..=3).contains(&rest.len()) && rest.bytes().all(|b| b.is_ascii_alphabetic())
+        })
 }
 
 /// `SM8750P` -> `SM8750`: a Qualcomm part number with one trailing letter.
@@ -220,7 +273,8 @@ fn lettered_variant_base(soc: &str) -> Option<&str> {
     .then_some(base)
 }
 
-/// Upper case, without a variant suffix (`sm8650-ab` -> `SM8650`). `ro.soc.model` is often
+/// Upper case, without a variant or board suffix (`sm8650-ab` -> `SM8650`,
+/// `tegra210_dragon` -> `TEGRA210`; [`split_board`] keeps the board). `ro.soc.model` is often
 /// written as words: a brand and a number run together as the chip name the other
 /// properties use (`Exynos 9810` -> `EXYNOS9810`, as `ro.hardware.chipname=exynos9810`),
 /// other words are kept (`Tensor G2` -> `TENSOR G2`), never cut to the brand alone.
@@ -229,7 +283,7 @@ pub fn normalize_soc(model: &str) -> String {
     let words: Vec<&str> = upper.split_whitespace().collect();
     match words.as_slice() {
         [] => String::new(),
-        [one] => one.split('-').next().unwrap_or("").to_string(),
+        [one] => one.split(['-', '_']).next().unwrap_or("").to_string(),
         [brand, number] if number.bytes().all(|b| b.is_ascii_digit()) => {
             format!("{brand}{number}")
         }
@@ -245,27 +299,14 @@ const LIB_DIRS: &[&str] = &[
     "/dsp",
 ];
 
-/// The `android` section, or `None` when the tree has no build.prop. `cpuinfo_hardware`
-/// is the cpuinfo `Hardware` line, if any.
-pub fn read(sys: &SysRoot, cpuinfo_hardware: Option<&str>) -> Option<Android> {
-    let mut props = BTreeMap::new();
-    let mut found = false;
-    for file in ["/system/build.prop", "/vendor/build.prop"] {
-        if let Some(text) = sys.read(file) {
-            parse_props(&text, &mut props);
-            found = true;
-        }
-    }
-    if !found {
-        return None;
-    }
-    let prop = |k: &str| props.get(k).filter(|v| !v.is_empty()).cloned();
-    let mut android = Android {
-        manufacturer: prop("ro.soc.manufacturer"),
-        board_platform: prop("ro.board.platform"),
-        hardware: prop("ro.hardware"),
-        ..Android::default()
-    };
+/// Every chip name the tree states, strongest first, each with where it came from
+/// (the order of the module comment): (chip, source).
+fn soc_evidence(
+    sys: &SysRoot,
+    prop: &dyn Fn(&str) -> Option<String>,
+    android: &Android,
+    cpuinfo_hardware: Option<&str>,
+) -> Vec<(String, String)> {
     let soc0 = sys.read_line("/sys/devices/soc0/machine");
     let soc0_vendor = sys
         .read_line("/sys/devices/soc0/vendor")
@@ -278,7 +319,7 @@ pub fn read(sys: &SysRoot, cpuinfo_hardware: Option<&str>) -> Option<Android> {
         .filter(|_| qualcomm_soc0)
         .and_then(|t| t.trim().parse::<u32>().ok());
 
-    let mut evidence: Vec<(String, String)> = Vec::new(); // (chip, source)
+    let mut evidence: Vec<(String, String)> = Vec::new();
     if let Some(model) = prop("ro.soc.model") {
         evidence.push((model, "ro.soc.model".into()));
     }
@@ -303,18 +344,28 @@ pub fn read(sys: &SysRoot, cpuinfo_hardware: Option<&str>) -> Option<Android> {
     {
         evidence.push((id, "/sys/devices/soc0/soc_id (a chip name)".into()));
     }
-    for key in [
-        "ro.chipname",
-        "ro.hardware.chipname",
-        "ro.vendor.mediatek.platform",
-        "ro.mediatek.platform",
-    ] {
+    // MediaTek's cpuinfo `Hardware` names the part (`MT6769V/CZ`, `MT6833V/ZA`) while
+    // `ro.mediatek.platform` names the platform a family of parts is built on (`MT6768`
+    // for the MT6769V/T/Z Helio G70/G80/G85, and for MT8786 tablets): the part goes first.
+    let hardware = cpuinfo_hardware.and_then(hardware_chip);
+    let mediatek_part = hardware
+        .as_deref()
+        .filter(|c| c.to_ascii_uppercase().starts_with("MT"));
+    for key in ["ro.chipname", "ro.hardware.chipname"] {
         if let Some(v) = prop(key).filter(|v| chip_shaped(v)) {
             evidence.push((v, key.into()));
         }
     }
-    if let Some(chip) = cpuinfo_hardware.and_then(hardware_chip) {
-        evidence.push((chip, "/proc/cpuinfo Hardware".into()));
+    if let Some(chip) = mediatek_part {
+        evidence.push((chip.to_string(), "/proc/cpuinfo Hardware".into()));
+    }
+    for key in ["ro.vendor.mediatek.platform", "ro.mediatek.platform"] {
+        if let Some(v) = prop(key).filter(|v| chip_shaped(v)) {
+            evidence.push((v, key.into()));
+        }
+    }
+    if let Some(chip) = hardware.as_deref().filter(|_| mediatek_part.is_none()) {
+        evidence.push((chip.to_string(), "/proc/cpuinfo Hardware".into()));
     }
     if let Some(platform) = android.board_platform.as_deref() {
         if chip_shaped(platform) {
@@ -327,9 +378,37 @@ pub fn read(sys: &SysRoot, cpuinfo_hardware: Option<&str>) -> Option<Android> {
         evidence.push((hw.to_string(), "ro.hardware".into()));
     }
 
+    evidence
+}
+
+/// The `android` section, or `None` when the tree has no build.prop. `cpuinfo_hardware`
+/// is the cpuinfo `Hardware` line, if any.
+pub fn read(sys: &SysRoot, cpuinfo_hardware: Option<&str>) -> Option<Android> {
+    let mut props = BTreeMap::new();
+    let mut found = false;
+    for file in ["/system/build.prop", "/vendor/build.prop"] {
+        if let Some(text) = sys.read(file) {
+            parse_props(&text, &mut props);
+            found = true;
+        }
+    }
+    if !found {
+        return None;
+    }
+    let prop = |k: &str| props.get(k).filter(|v| !v.is_empty()).cloned();
+    let mut android = Android {
+        manufacturer: prop("ro.soc.manufacturer"),
+        board_platform: prop("ro.board.platform"),
+        hardware: prop("ro.hardware"),
+        ..Android::default()
+    };
+    let evidence = soc_evidence(sys, &prop, &android, cpuinfo_hardware);
+
     let mut candidates: Vec<String> = Vec::new();
     if let Some((chip, source)) = evidence.first() {
-        android.soc_model = Some(normalize_soc(chip));
+        let (model, board) = split_board(chip);
+        android.soc_model = Some(model);
+        android.soc_board = board;
         android.soc_model_source = Some(source.clone());
         if let Some((other, other_source)) = evidence
             .iter()
@@ -409,6 +488,44 @@ pub fn read(sys: &SysRoot, cpuinfo_hardware: Option<&str>) -> Option<Android> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_soc_id_table_is_the_headers() {
+        assert!(
+            QCOM_IDS.windows(2).all(|w| w[0].0 < w[1].0),
+            "sorted, unique"
+        );
+        assert_eq!(QCOM_IDS.len(), 282);
+        // The 8996 variants are their own parts in qcom,ids.h.
+        assert_eq!(chip_for_soc_id(246), Some("MSM8996"));
+        assert_eq!(chip_for_soc_id(302), Some("MSM8996L"));
+        assert_eq!(chip_for_soc_id(305), Some("MSM8996SG"));
+        assert_eq!(chip_for_soc_id(310), Some("MSM8996AU"));
+        assert_eq!(chip_for_soc_id(312), Some("APQ8096SG"));
+        // Second-revision ids give the base chip; Pro bins keep the Pro.
+        assert_eq!(chip_for_soc_id(480), Some("SM8450"));
+        assert_eq!(chip_for_soc_id(540), Some("SM8475"));
+        assert_eq!(chip_for_soc_id(194), Some("MSM8974PRO-AC"));
+        assert_eq!(normalize_soc("MSM8974PRO-AC"), "MSM8974PRO");
+        assert_eq!(chip_for_soc_id(336), Some("SDM670"));
+        assert_eq!(chip_for_soc_id(614), Some("SM8635"));
+        assert!(same_chip("MSM8996SG", "MSM8996PRO"));
+        // A platform property names the family of a lettered variant.
+        assert!(same_chip("MSM8996", "MSM8996SG"));
+        assert!(!same_chip("MSM8996", "MSM8998"));
+        assert!(!same_chip("MT6768", "MT6769V"));
+    }
+
+    #[test]
+    fn board_suffixes_leave_the_chip() {
+        assert_eq!(
+            split_board("tegra210_dragon"),
+            ("TEGRA210".to_string(), Some("dragon".to_string()))
+        );
+        assert_eq!(split_board("MT6789V_CZA"), ("MT6789V".to_string(), None));
+        assert_eq!(split_board("sm8650-ab"), ("SM8650".to_string(), None));
+        assert_eq!(hardware_chip("MT6769V/CZ").as_deref(), Some("MT6769V"));
+    }
 
     #[test]
     fn props_and_overrides() {
@@ -594,7 +711,9 @@ mod tests {
         assert_eq!(lettered_variant_base("SM8750P"), Some("SM8750"));
         assert!(same_chip("SAMSUNGEXYNOS7870", "EXYNOS7870"));
         assert!(!same_chip("SM8650", "SM8550"));
-        assert!(!same_chip("SM8750P", "SM8750"));
+        // A lettered variant beside its base is not a disagreement (the HTP table still
+        // tells them apart: warn_lettered_variant).
+        assert!(same_chip("SM8750P", "SM8750"));
         assert_eq!(lettered_variant_base("SM8750"), None);
         assert_eq!(lettered_variant_base("P"), None);
     }

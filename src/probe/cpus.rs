@@ -44,9 +44,9 @@ pub fn allowed_list(status: &str) -> Option<BTreeSet<u32>> {
 }
 
 /// The cpuset of this process's cgroup found without the cgroup reader: the path from
-/// `/proc/self/cpuset` (v1, also Android's `/dev/cpuset`) or the `0::` line of
-/// `/proc/self/cgroup` (v2), below the cpuset / cgroup mount points `/proc/mounts` names
-/// and the usual ones.
+/// `/proc/self/cpuset` (v1, also Android's `/dev/cpuset`; on a v2-only host also the
+/// unified path) or the `0::` line of `/proc/self/cgroup` (v2), below the cpuset / cgroup
+/// mount points `/proc/mounts` names and the usual ones.
 fn self_cpuset(sys: &SysRoot) -> Option<(String, String)> {
     let v1 = sys
         .read_line("/proc/self/cpuset")
@@ -92,6 +92,10 @@ fn self_cpuset(sys: &SysRoot) -> Option<(String, String)> {
             }
         }
     }
+    // `/proc/self/cpuset` names the cgroup on the unified (v2) hierarchy too: with no
+    // `/proc/self/cgroup` in the tree it is the only path there is, so it is tried
+    // below the v2 mount points as well (cgroup v2's `cpuset.cpus.effective`).
+    let v2 = v2.or_else(|| v1.clone());
     if let Some(path) = v2.as_deref().map(|p| p.trim_end_matches('/')) {
         for root in &v2_roots {
             candidates.push(format!(
@@ -384,6 +388,35 @@ mod tests {
                 .iter()
                 .any(|w| w.contains("shares no CPU"))
         );
+    }
+
+    #[test]
+    fn a_v2_cpuset_named_only_by_proc_self_cpuset_is_read() {
+        // cgroup v2 mounted, /proc/self/cpuset present, no /proc/self/cgroup: a 6-CPU
+        // container on a 32-CPU host (it read 32 when the path was tried under v1 only).
+        let dir = tempfile::tempdir().unwrap();
+        put(dir.path(), "sys/devices/system/cpu/online", "0-31\n");
+        put(dir.path(), "proc/self/cpuset", "/docker/ctr\n");
+        put(
+            dir.path(),
+            "proc/mounts",
+            "cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid 0 0\n",
+        );
+        put(
+            dir.path(),
+            "sys/fs/cgroup/docker/ctr/cpuset.cpus.effective",
+            "4-9\n",
+        );
+        let sys = SysRoot::at(dir.path());
+        let cpus = read(&sys, 0, None, &CgroupFacts::default());
+        assert_eq!((cpus.logical, cpus.usable), (Some(32), Some(6)));
+        assert_eq!(
+            cpus.sources["usable_threads"],
+            "/sys/fs/cgroup/docker/ctr/cpuset.cpus.effective"
+        );
+        // Without the mount line the usual v2 root is tried as well.
+        std::fs::remove_file(dir.path().join("proc/mounts")).unwrap();
+        assert_eq!(read(&sys, 0, None, &CgroupFacts::default()).usable, Some(6));
     }
 
     #[test]
