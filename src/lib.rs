@@ -29,6 +29,7 @@ pub(crate) mod arch;
 pub(crate) mod bench;
 pub(crate) mod commands;
 pub(crate) mod engine;
+pub(crate) mod fsx;
 pub(crate) mod model;
 pub(crate) mod output;
 pub(crate) mod plan;

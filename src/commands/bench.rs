@@ -89,7 +89,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<Exit> {
             execute(&inputs, &backend, &RealClock::new())?
         }
     };
-    finish(req, &profile, original.as_ref(), outcome)
+    finish(req, &profile, original.as_deref(), outcome)
 }
 
 fn execute<B: Backend>(inputs: &Inputs, backend: &B, clock: &dyn Clock) -> anyhow::Result<Outcome> {
@@ -102,7 +102,7 @@ fn execute<B: Backend>(inputs: &Inputs, backend: &B, clock: &dyn Clock) -> anyho
 fn finish(
     req: &BenchRequest,
     profile: &Profile,
-    original: Option<&serde_json::Value>,
+    original: Option<&str>,
     outcome: Outcome,
 ) -> anyhow::Result<Exit> {
     let (report, warnings) = match outcome {
@@ -166,7 +166,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// UTF-8, and a profile whose class contradicts its architecture is refused (65).
 fn load_profile(
     path: Option<&Path>,
-) -> anyhow::Result<(Profile, String, Option<serde_json::Value>)> {
+) -> anyhow::Result<(Profile, String, Option<String>)> {
     let (text, shown) = match path {
         Some(path) if path.as_os_str() == "-" => {
             crate::output::hint_if_stdin_is_terminal("the profile");
@@ -201,8 +201,8 @@ fn load_profile(
     }
     let value: serde_json::Value = serde_json::from_str(text)
         .map_err(|e| data_error(format!("{shown}: not valid JSON: {e}")))?;
-    let profile = check_consistent(Profile::from_value(value.clone(), &shown)?, &shown)?;
-    Ok((profile, shown, Some(value)))
+    let profile = check_consistent(Profile::from_value(value, &shown)?, &shown)?;
+    Ok((profile, shown, Some(text.to_string())))
 }
 
 /// This host's CPU model, and a label when the profile describes another device (the
