@@ -34,6 +34,7 @@ pub(crate) mod model;
 pub(crate) mod output;
 pub(crate) mod plan;
 pub(crate) mod probe;
+pub(crate) mod sanitize;
 pub(crate) mod timestamp;
 
 /// Runs one parsed command line to its exit code: `cli::resolve` into the command's

@@ -650,14 +650,15 @@ fn a_newline_in_a_label_or_a_file_name_keeps_each_diagnostic_on_one_line() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    one_line_naming(&out.stderr, "rack1 edgeplan: all good");
+    // The newline is shown escaped, inside the one line.
+    one_line_naming(&out.stderr, r"rack1\nedgeplan: all good");
     let out = edgeplan()
         .args(["plan", "--profile"])
         .arg(dir.path().join("missing\nfile.json"))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(66));
-    one_line_naming(&out.stderr, "missing file.json");
+    one_line_naming(&out.stderr, r"missing\nfile.json");
 }
 
 #[test]

@@ -107,7 +107,9 @@ fn finish(
 ) -> anyhow::Result<Exit> {
     let (report, warnings) = match outcome {
         Outcome::Kernels(kernels) => {
-            output::print_stdout(&bench::kernel_list(&kernels, req.json)?)?;
+            output::print_stdout(&output::terminal_text(&bench::kernel_list(
+                &kernels, req.json,
+            )?))?;
             return Ok(Exit::Success);
         }
         Outcome::Report { report, warnings } => (report, warnings),
@@ -118,7 +120,7 @@ fn finish(
     let text = if req.json {
         output::json_text(&report)?
     } else {
-        report.to_table()
+        output::terminal_text(&report.to_table())
     };
     output::print_stdout(&text)?;
     if let Some(path) = &req.save {
@@ -164,9 +166,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// The profile to plan against: the file, stdin (`-`), or the live probe; with its
 /// name, and the document as given (for `--save`). Read as `plan` reads one: capped,
 /// UTF-8, and a profile whose class contradicts its architecture is refused (65).
-fn load_profile(
-    path: Option<&Path>,
-) -> anyhow::Result<(Profile, String, Option<String>)> {
+fn load_profile(path: Option<&Path>) -> anyhow::Result<(Profile, String, Option<String>)> {
     let (text, shown) = match path {
         Some(path) if path.as_os_str() == "-" => {
             crate::output::hint_if_stdin_is_terminal("the profile");
