@@ -85,6 +85,12 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<Exit> {
             execute(&inputs, &backend, clock.as_ref())?
         }
         Executor::Real => {
+            // One bench at a time on this host (bench::lock); held until this returns.
+            let _lock = bench::lock::acquire(
+                &bench::lock::default_path(),
+                bench::lock::MAX_WAIT,
+                &|line| diag!("edgeplan: {line}"),
+            );
             let backend = KernelsBackend::new(threads)?;
             execute(&inputs, &backend, &RealClock::new())?
         }
