@@ -34,6 +34,8 @@ pub(crate) mod model;
 pub(crate) mod output;
 pub(crate) mod plan;
 pub(crate) mod probe;
+#[cfg(test)]
+mod proptests;
 pub(crate) mod sanitize;
 pub(crate) mod timestamp;
 

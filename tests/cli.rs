@@ -729,7 +729,7 @@ fn unreadable_cpuinfo_link_loops_and_nul_paths_get_their_documented_codes() {
     std::fs::write(tree.join("proc/cpuinfo"), "vendor_id\t: GenuineIntel\n").unwrap();
     std::fs::set_permissions(
         tree.join("proc/cpuinfo"),
-        std::fs::Permissions::from_mode(0),
+        std::fs::Permissions::from_mode(0o000),
     )
     .unwrap();
     // Root reads any file: the probe runs as nobody there (setpriv, util-linux).
