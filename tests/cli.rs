@@ -732,11 +732,15 @@ fn unreadable_cpuinfo_link_loops_and_nul_paths_get_their_documented_codes() {
         std::fs::Permissions::from_mode(0o000),
     )
     .unwrap();
-    // Root reads any file: the probe runs as nobody there (setpriv, util-linux).
+    // Root reads any file: the probe runs as nobody there (setpriv, util-linux), from a
+    // copy of the binary nobody can reach (the checkout may sit below a 0700 home).
     let mut cmd = if unsafe_is_root() {
+        let bin = dir.path().join("edgeplan");
+        std::fs::copy(assert_cmd::cargo::cargo_bin("edgeplan"), &bin).unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
         let mut c = assert_cmd::Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(assert_cmd::cargo::cargo_bin("edgeplan"));
+            .arg(&bin);
         c
     } else {
         edgeplan()
