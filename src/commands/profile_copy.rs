@@ -258,27 +258,37 @@ pub fn write_atomically(path: &Path, text: &str, flag: &str) -> anyhow::Result<(
     let old = existing(dir.as_fd(), &name, path, flag)?;
     // A new profile gets the usual 0666 less the umask; a replaced one its old mode.
     let mode = if old.is_some() { 0o600 } else { 0o666 };
-    let fail =
-        |e: std::io::Error| io_error(format!("{flag} {}: cannot write: {e}", path.display()));
-    let (fd, temp) =
-        fsx::create_temp(dir.as_fd(), &format!(".{name}.edgeplan-"), mode).map_err(fail)?;
+    // Ctrl-C waits for the save or its cleanup: no temporary file is left behind.
+    fsx::with_signals_deferred(|| replace(dir.as_fd(), &name, old.as_ref(), mode, text))
+        .map_err(|e| io_error(format!("{flag} {}: cannot write: {e}", path.display())))
+}
+
+/// Creates the temporary file beside `name`, fills it, gives it `old`'s owner and mode,
+/// and renames it over `name`; on failure it is removed.
+fn replace(
+    dir: BorrowedFd,
+    name: &str,
+    old: Option<&rfs::Stat>,
+    mode: u32,
+    text: &str,
+) -> std::io::Result<()> {
+    let (fd, temp) = fsx::create_temp(dir, &format!(".{name}.edgeplan-"), mode)?;
     let result = (|| -> std::io::Result<()> {
-        if let Some(old) = &old {
+        if let Some(old) = old {
             keep_owner_and_mode(fd.as_fd(), old)?;
         }
         let mut file = std::fs::File::from(fd);
         file.write_all(text.as_bytes())?;
         file.sync_all()?;
-        rfs::renameat(dir.as_fd(), temp.as_str(), dir.as_fd(), name.as_str())?;
+        rfs::renameat(dir, temp.as_str(), dir, name)?;
         // The rename itself reaches the disk with the directory.
-        let _ = rfs::fsync(&dir);
+        let _ = rfs::fsync(dir);
         Ok(())
     })();
-    if let Err(e) = result {
-        let _ = rfs::unlinkat(dir.as_fd(), temp.as_str(), AtFlags::empty());
-        return Err(fail(e));
+    if result.is_err() {
+        let _ = rfs::unlinkat(dir, temp.as_str(), AtFlags::empty());
     }
-    Ok(())
+    result
 }
 
 /// Gives the new file the replaced one's owner, group and mode (owner first: `chown`

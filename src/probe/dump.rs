@@ -43,16 +43,19 @@ pub fn write_accesses(accesses: &[Access], dir: &Path) -> anyhow::Result<usize> 
     }
     let parent_fd = fsx::open_dir(parent).map_err(fail)?;
     let prefix = format!(".{}.edgeplan-", name.to_string_lossy());
-    let temp = fsx::mkdir_temp(parent_fd.as_fd(), &prefix).map_err(fail)?;
-    let filled = fill(parent_fd.as_fd(), &temp, accesses).map_err(fail);
-    let renamed = filled.and_then(|()| {
-        rfs::renameat(parent_fd.as_fd(), temp.as_str(), parent_fd.as_fd(), name)
-            .map_err(|e| refused(dir, e.into()))
-    });
-    if renamed.is_err() {
-        let _ = std::fs::remove_dir_all(parent.join(&temp));
-    }
-    renamed.map(|()| accesses.len())
+    // Ctrl-C waits for the dump or its cleanup: no private directory is left behind.
+    fsx::with_signals_deferred(|| {
+        let temp = fsx::mkdir_temp(parent_fd.as_fd(), &prefix).map_err(fail)?;
+        let filled = fill(parent_fd.as_fd(), &temp, accesses).map_err(fail);
+        let renamed = filled.and_then(|()| {
+            rfs::renameat(parent_fd.as_fd(), temp.as_str(), parent_fd.as_fd(), name)
+                .map_err(|e| refused(dir, e.into()))
+        });
+        if renamed.is_err() {
+            let _ = std::fs::remove_dir_all(parent.join(&temp));
+        }
+        renamed.map(|()| accesses.len())
+    })
 }
 
 /// Why the finished dump could not be renamed to `dir`.
