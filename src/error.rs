@@ -157,13 +157,13 @@ pub fn exit_for(err: &anyhow::Error) -> Exit {
     Exit::Software
 }
 
-/// `text` on one line: control characters (a newline in a profile's label or a file
-/// name, a carriage return) become spaces, so each diagnostic is the one stderr line the
-/// contract promises and a line-oriented reader (a CI log, `grep`) sees it whole.
+/// `text` on one line, safe for a terminal: control characters (a newline in a
+/// profile's label or a file name, a carriage return, ESC), C1 controls and bidi
+/// overrides are shown escaped (`\n`, `\u{1b}`; see [`crate::sanitize`]), so each
+/// diagnostic is the one stderr line the contract promises, a line-oriented reader (a CI
+/// log, `grep`) sees it whole, and no input can drive the terminal.
 pub fn one_line(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
+    crate::sanitize::escape(text, false)
 }
 
 /// True when the chain is a closed stdout pipe, which is not an error for a CLI.
@@ -220,8 +220,12 @@ mod tests {
     }
 
     #[test]
-    fn one_line_turns_control_characters_into_spaces() {
-        assert_eq!(one_line("rack1\ntouch x\r\tend"), "rack1 touch x  end");
+    fn one_line_escapes_control_characters() {
+        assert_eq!(
+            one_line("rack1\ntouch x\r\tend"),
+            "rack1\\ntouch x\\r\\tend"
+        );
+        assert_eq!(one_line("a\u{1b}[2Jb\u{202e}"), "a\\u{1b}[2Jb\\u{202e}");
         assert_eq!(one_line("plain: ünïcode"), "plain: ünïcode");
     }
 

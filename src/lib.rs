@@ -7,7 +7,9 @@
 //! captured tree), `plan` (the pure decision over the catalog, the memory fit, rendering),
 //! `bench` (the kernels timed in stages against the plan under test), `kernels`, `model`,
 //! `output` (tables, JSON, number formatting), `profile`, `timestamp` (RFC 3339 dates of
-//! saved measurements), `arch` and `error`.
+//! saved measurements), `arch` and `error`, and at the bottom `fsx` (files reached
+//! relative to a directory descriptor, never through a planted link) and `sanitize`
+//! (terminal-safe text).
 //!
 //! The rules (docs/architecture.md; `tests/architecture.rs` checks the first four):
 //! - `plan` never imports `bench` and `bench` never imports `plan`; they meet in
@@ -29,10 +31,14 @@ pub(crate) mod arch;
 pub(crate) mod bench;
 pub(crate) mod commands;
 pub(crate) mod engine;
+pub(crate) mod fsx;
 pub(crate) mod model;
 pub(crate) mod output;
 pub(crate) mod plan;
 pub(crate) mod probe;
+#[cfg(test)]
+mod proptests;
+pub(crate) mod sanitize;
 pub(crate) mod timestamp;
 
 /// Runs one parsed command line to its exit code: `cli::resolve` into the command's

@@ -36,6 +36,83 @@ pub fn table() -> Table {
     table
 }
 
+/// Human text (a table, a report) made safe for a terminal: every control character,
+/// C1 control and bidi override from the inputs shown escaped, the text's own newlines
+/// and tabs kept ([`crate::sanitize::escape`]). Every table goes through this or
+/// [`Terminal`].
+pub fn terminal_text(text: &str) -> String {
+    crate::sanitize::escape(text, true)
+}
+
+/// A table cell or a label that must stay on one line: newlines escaped too.
+pub fn cell(text: &str) -> String {
+    crate::sanitize::escape(text, false)
+}
+
+/// A writer that passes human text through [`terminal_text`] on its way to `W`. Bytes
+/// of a character split across two writes are held until the rest arrives; bytes that
+/// are not UTF-8 at all are shown as `\x{..}`.
+pub struct Terminal<W: Write> {
+    inner: W,
+    pending: Vec<u8>,
+}
+
+impl<W: Write> Terminal<W> {
+    pub fn new(inner: W) -> Terminal<W> {
+        Terminal {
+            inner,
+            pending: Vec::new(),
+        }
+    }
+}
+
+impl<W: Write> Write for Terminal<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        let mut out = String::new();
+        loop {
+            match std::str::from_utf8(&self.pending) {
+                Ok(text) => {
+                    out.push_str(&terminal_text(text));
+                    self.pending.clear();
+                    break;
+                }
+                Err(e) => {
+                    let good = e.valid_up_to();
+                    // The prefix up to `valid_up_to` is UTF-8 by definition.
+                    out.push_str(&terminal_text(
+                        std::str::from_utf8(&self.pending[..good]).unwrap_or_default(),
+                    ));
+                    match e.error_len() {
+                        // An incomplete character at the end: wait for the rest.
+                        None => {
+                            self.pending.drain(..good);
+                            break;
+                        }
+                        Some(bad) => {
+                            for b in &self.pending[good..good + bad] {
+                                out.push_str(&format!("\\x{{{b:02x}}}"));
+                            }
+                            self.pending.drain(..good + bad);
+                        }
+                    }
+                }
+            }
+        }
+        self.inner.write_all(out.as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if !self.pending.is_empty() {
+            let rest = std::mem::take(&mut self.pending);
+            let shown: String = rest.iter().map(|b| format!("\\x{{{b:02x}}}")).collect();
+            self.inner.write_all(shown.as_bytes())?;
+        }
+        self.inner.flush()
+    }
+}
+
 /// `value` as pretty JSON with a trailing newline.
 pub fn json_text<T: Serialize + ?Sized>(value: &T) -> anyhow::Result<String> {
     let mut text = serde_json::to_string_pretty(value)?;
@@ -145,6 +222,18 @@ mod tests {
     fn percent_and_json_and_table() {
         assert_eq!(percent(Some(82.4)), "82%");
         assert_eq!(percent(None), "-");
+        let mut out = Terminal::new(Vec::new());
+        let text = "a\u{1b}]0;t\u{7}|\u{9b}|\u{202e}|é\n";
+        for chunk in text.as_bytes().chunks(1) {
+            out.write_all(chunk).unwrap();
+        }
+        out.write_all(&[0xff]).unwrap();
+        out.flush().unwrap();
+        assert_eq!(
+            String::from_utf8(out.inner).unwrap(),
+            "a\\u{1b}]0;t\\u{7}|\\u{9b}|\\u{202e}|é\n\\x{ff}"
+        );
+        assert_eq!(cell("rack\nFAIL"), "rack\\nFAIL");
         assert_eq!(stdin_terminal_hint("a profile", false), None);
         let hint = stdin_terminal_hint("a profile", true).expect("a terminal gets a hint");
         assert!(hint.contains("a profile") && hint.contains("Ctrl-D") && !hint.contains('\n'));

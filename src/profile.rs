@@ -722,8 +722,12 @@ impl Profile {
 const MAX_CPUS: u32 = 1 << 16;
 
 /// A kernel cpulist (`0-3,8,10-11`) as a set; `None` when malformed or empty.
+///
+/// Linear in the text (plus a sort of its ranges): overlapping ranges are merged before
+/// any CPU is listed, so `0-65535,` repeated costs what reading it costs, not a set
+/// insert per CPU per repeat.
 pub fn parse_cpulist(text: &str) -> Option<BTreeSet<u32>> {
-    let mut set = BTreeSet::new();
+    let mut ranges: Vec<(u32, u32)> = Vec::new();
     for part in text.trim().split(',').filter(|p| !p.trim().is_empty()) {
         let (lo, hi) = match part.split_once('-') {
             Some((lo, hi)) => (
@@ -738,8 +742,18 @@ pub fn parse_cpulist(text: &str) -> Option<BTreeSet<u32>> {
         if hi < lo || hi >= MAX_CPUS {
             return None;
         }
-        set.extend(lo..=hi);
+        ranges.push((lo, hi));
     }
+    ranges.sort_unstable();
+    let mut merged: Vec<(u32, u32)> = Vec::new();
+    for (lo, hi) in ranges {
+        match merged.last_mut() {
+            Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
+            _ => merged.push((lo, hi)),
+        }
+    }
+    // Sorted, disjoint ranges: the set is built in order, at most MAX_CPUS entries.
+    let set: BTreeSet<u32> = merged.into_iter().flat_map(|(lo, hi)| lo..=hi).collect();
     (!set.is_empty()).then_some(set)
 }
 

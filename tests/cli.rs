@@ -650,14 +650,15 @@ fn a_newline_in_a_label_or_a_file_name_keeps_each_diagnostic_on_one_line() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    one_line_naming(&out.stderr, "rack1 edgeplan: all good");
+    // The newline is shown escaped, inside the one line.
+    one_line_naming(&out.stderr, r"rack1\nedgeplan: all good");
     let out = edgeplan()
         .args(["plan", "--profile"])
         .arg(dir.path().join("missing\nfile.json"))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(66));
-    one_line_naming(&out.stderr, "missing file.json");
+    one_line_naming(&out.stderr, r"missing\nfile.json");
 }
 
 #[test]
@@ -713,4 +714,134 @@ fn a_check_case_lists_a_json_lines_files_rows_in_line_order() {
         })
         .collect();
     assert_eq!(results, ["pass", "ERROR", "pass"], "{stdout}");
+}
+
+/// Issue 28's exit codes: a cpuinfo that cannot be read is 74 naming the permission
+/// error (not 65 "cannot tell the architecture"); a link-loop sysroot does not exist
+/// (66); a NUL in a manifest's profile path is bad data (65).
+#[test]
+fn unreadable_cpuinfo_link_loops_and_nul_paths_get_their_documented_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir_all(tree.join("proc")).unwrap();
+    std::fs::write(tree.join("proc/cpuinfo"), "vendor_id\t: GenuineIntel\n").unwrap();
+    std::fs::set_permissions(
+        tree.join("proc/cpuinfo"),
+        std::fs::Permissions::from_mode(0o000),
+    )
+    .unwrap();
+    // Root reads any file: the probe runs as nobody there (setpriv, util-linux), from a
+    // copy of the binary nobody can reach (the checkout may sit below a 0700 home).
+    let mut cmd = if unsafe_is_root() {
+        let bin = dir.path().join("edgeplan");
+        std::fs::copy(assert_cmd::cargo::cargo_bin("edgeplan"), &bin).unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut c = assert_cmd::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&bin);
+        c
+    } else {
+        edgeplan()
+    };
+    let out = cmd
+        .args(["probe", "--format", "json", "--sysroot"])
+        .arg(&tree)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(74), "{out:?}");
+    one_line_naming(&out.stderr, "Permission denied");
+    let looped = dir.path().join("loop");
+    std::os::unix::fs::symlink(&looped, &looped).unwrap();
+    let out = edgeplan()
+        .args(["probe", "--sysroot"])
+        .arg(&looped)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(66));
+    one_line_naming(&out.stderr, "loop");
+    let manifest = dir.path().join("m.toml");
+    std::fs::write(
+        &manifest,
+        "[[case]]\nprofile = \"a\\u0000b.json\"\nexpect = \"bf16\"\n",
+    )
+    .unwrap();
+    let out = edgeplan().arg("check").arg(&manifest).output().unwrap();
+    assert_eq!(out.status.code(), Some(65));
+    one_line_naming(&out.stderr, "NUL");
+}
+
+fn unsafe_is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A fleet directory reports what it cannot read as a profile (a dangling link: 66; a
+/// FIFO or a `*.JSON`: 65) on stderr, plans the rest, and exits with the first error's
+/// code; main skipped them silently and exited 0.
+#[test]
+fn a_fleet_directory_reports_links_fifos_and_odd_case_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::copy(fixture("profiles/x86-spr-amx.json"), d.join("good.json")).unwrap();
+    std::os::unix::fs::symlink(d.join("gone.json"), d.join("dangling.json")).unwrap();
+    let fifo = std::ffi::CString::new(d.join("pipe.json").to_str().unwrap()).unwrap();
+    // SAFETY: `fifo` is a valid NUL-terminated path that lives across the call.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    std::fs::copy(fixture("profiles/x86-spr-amx.json"), d.join("LOUD.JSON")).unwrap();
+    let out = edgeplan()
+        .args(["plan", "--format", "jsonl", "--profile"])
+        .arg(d)
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for name in ["dangling.json", "pipe.json", "LOUD.JSON"] {
+        assert!(stderr.contains(name), "{name} not reported: {stderr}");
+    }
+    assert!(
+        stderr.contains("dangling link")
+            && stderr.contains("FIFO")
+            && stderr.contains("lower case")
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("w4a8-amx"),
+        "the good profile is planned: {stdout}"
+    );
+    // LOUD.JSON sorts first: 65.
+    assert_eq!(out.status.code(), Some(65), "{stderr}");
+}
+
+/// `--catalog /dev/zero`, `check /dev/zero` and a never-ending pipe read until memory ran
+/// out on main: each is now one line naming the input, 65, at once.
+#[test]
+fn endless_inputs_are_bad_data_at_once() {
+    let profile = fixture("profiles/x86-spr-amx.json");
+    let run = |cmd: &mut assert_cmd::Command| {
+        cmd.timeout(std::time::Duration::from_secs(20))
+            .output()
+            .unwrap()
+    };
+    let out = run(edgeplan()
+        .args(["plan", "--catalog", "/dev/zero", "--profile"])
+        .arg(&profile));
+    assert_eq!(out.status.code(), Some(65), "{out:?}");
+    one_line_naming(&out.stderr, "/dev/zero");
+    let out = run(edgeplan().args(["check", "/dev/zero"]));
+    assert_eq!(out.status.code(), Some(65), "{out:?}");
+    one_line_naming(&out.stderr, "/dev/zero");
+    // `--catalog <(yes)`: a pipe that never ends, through /dev/fd.
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "exec timeout 20 {} plan --catalog <(yes) --profile {}",
+            assert_cmd::cargo::cargo_bin("edgeplan").display(),
+            profile.display()
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(65), "{out:?}");
+    one_line_naming(&out.stderr, "/dev/fd/");
 }

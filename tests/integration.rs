@@ -14,4 +14,5 @@ mod probe;
 mod schema;
 mod script;
 mod snippets;
+mod terminal;
 mod util;

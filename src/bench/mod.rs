@@ -20,6 +20,7 @@ pub mod fake;
 pub mod fidelity;
 pub mod host;
 pub mod kernels_backend;
+pub mod lock;
 pub mod measure;
 pub mod paired;
 pub mod peaks;

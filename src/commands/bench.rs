@@ -99,6 +99,13 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<Exit> {
             with_engine(execute(&inputs, &backend, clock.as_ref())?, engine)
         }
         Executor::Real => {
+            // One bench at a time on this host (bench::lock); held until this returns,
+            // over the engine's rounds and edgeplan's own.
+            let _lock = bench::lock::acquire(
+                &bench::lock::default_path(),
+                bench::lock::MAX_WAIT,
+                &|line| diag!("edgeplan: {line}"),
+            );
             let engine = match (&engine_inputs, &req.engine) {
                 (Some(e), Some(choice)) => {
                     let launcher = launcher_for(choice)?;
@@ -115,7 +122,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<Exit> {
             with_engine(execute(&inputs, &backend, &RealClock::new())?, engine)
         }
     };
-    finish(req, &profile, original.as_ref(), outcome)
+    finish(req, &profile, original.as_deref(), outcome)
 }
 
 /// The engine's launcher for `choice`: the vLLM harness under a Python, or llama-bench.
@@ -256,12 +263,14 @@ fn execute<B: Backend>(inputs: &Inputs, backend: &B, clock: &dyn Clock) -> anyho
 fn finish(
     req: &BenchRequest,
     profile: &Profile,
-    original: Option<&serde_json::Value>,
+    original: Option<&str>,
     outcome: Outcome,
 ) -> anyhow::Result<Exit> {
     let (report, warnings) = match outcome {
         Outcome::Kernels(kernels) => {
-            output::print_stdout(&bench::kernel_list(&kernels, req.json)?)?;
+            output::print_stdout(&output::terminal_text(&bench::kernel_list(
+                &kernels, req.json,
+            )?))?;
             return Ok(Exit::Success);
         }
         Outcome::Report { report, warnings } => (report, warnings),
@@ -272,7 +281,7 @@ fn finish(
     let text = if req.json {
         output::json_text(&report)?
     } else {
-        report.to_table()
+        output::terminal_text(&report.to_table())
     };
     output::print_stdout(&text)?;
     if let Some(path) = &req.save {
@@ -320,9 +329,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// The profile to plan against: the file, stdin (`-`), or the live probe; with its
 /// name, and the document as given (for `--save`). Read as `plan` reads one: capped,
 /// UTF-8, and a profile whose class contradicts its architecture is refused (65).
-fn load_profile(
-    path: Option<&Path>,
-) -> anyhow::Result<(Profile, String, Option<serde_json::Value>)> {
+fn load_profile(path: Option<&Path>) -> anyhow::Result<(Profile, String, Option<String>)> {
     let (text, shown) = match path {
         Some(path) if path.as_os_str() == "-" => {
             crate::output::hint_if_stdin_is_terminal("the profile");
@@ -357,8 +364,8 @@ fn load_profile(
     }
     let value: serde_json::Value = serde_json::from_str(text)
         .map_err(|e| data_error(format!("{shown}: not valid JSON: {e}")))?;
-    let profile = check_consistent(Profile::from_value(value.clone(), &shown)?, &shown)?;
-    Ok((profile, shown, Some(value)))
+    let profile = check_consistent(Profile::from_value(value, &shown)?, &shown)?;
+    Ok((profile, shown, Some(text.to_string())))
 }
 
 /// This host's CPU model, and a label when the profile describes another device (the

@@ -17,7 +17,7 @@ pub fn run(request: CheckRequest) -> anyhow::Result<Exit> {
         &request.manifest,
         &cases,
         &catalog,
-        &mut out,
+        &mut crate::output::Terminal::new(&mut out),
         &mut std::io::stderr(),
     )?;
     out.flush()?;

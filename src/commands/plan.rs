@@ -194,11 +194,7 @@ pub fn run(request: PlanRequest) -> anyhow::Result<Exit> {
         }
         Ok(())
     })?;
-    if let Some(fleet) = fleet {
-        fleet.finish(&mut out)?;
-    } else if let Some(plan) = pending {
-        render::table_one(&mut out, &plan, request.explain)?;
-    }
+    finish_table(&mut out, fleet, pending, request.explain)?;
 
     // Precedence: unreadable input, then "does not fit", then an --expect mismatch.
     let exit = match first_error {
@@ -214,6 +210,23 @@ pub fn run(request: PlanRequest) -> anyhow::Result<Exit> {
     }
     out.flush()?;
     Ok(exit)
+}
+
+/// Writes the table format's output (the fleet, or the one device's table), through the
+/// terminal filter: tables show input text (labels, notes, catalog prose).
+fn finish_table(
+    out: &mut dyn Write,
+    fleet: Option<render::FleetTable>,
+    pending: Option<crate::plan::Plan>,
+    explain: bool,
+) -> anyhow::Result<()> {
+    let mut out = crate::output::Terminal::new(out);
+    if let Some(fleet) = fleet {
+        fleet.finish(&mut out)?;
+    } else if let Some(plan) = pending {
+        render::table_one(&mut out, &plan, explain)?;
+    }
+    Ok(())
 }
 
 /// `--expect NAME` must name a path of the catalog: bad input data (65), as an unknown

@@ -58,7 +58,7 @@ pub fn run(request: ProbeRequest) -> anyhow::Result<Exit> {
         });
     let text = match format {
         ProbeFormat::Json => crate::output::json_text(&profile)?,
-        ProbeFormat::Table => render::table(&profile),
+        ProbeFormat::Table => crate::output::terminal_text(&render::table(&profile)),
     };
     crate::output::print_stdout(&text)?;
     Ok(Exit::Success)

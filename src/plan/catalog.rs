@@ -273,16 +273,9 @@ impl Catalog {
     /// Reads a catalog file (`--catalog FILE`): 66 when missing, 65 when bad.
     pub fn from_file(path: &Path) -> anyhow::Result<Catalog> {
         let shown = path.display().to_string();
-        let meta = std::fs::metadata(path).map_err(|e| crate::error::read_error(path, &e))?;
-        if meta.len() > MAX_CATALOG_BYTES {
-            return Err(data_error(format!(
-                "{shown}: catalog is {} bytes, more than the {MAX_CATALOG_BYTES}-byte limit; is this the right file?",
-                meta.len()
-            )));
-        }
-        let bytes = std::fs::read(path).map_err(|e| crate::error::read_error(path, &e))?;
-        let text = String::from_utf8(bytes)
-            .map_err(|_| data_error(format!("{shown}: catalog is not UTF-8 text")))?;
+        // Capped as it is read, not by its stated size: `/dev/zero` or a pipe
+        // (`<(yes)`) says 0 bytes and never ends.
+        let text = crate::error::read_text_capped(path, "catalog", MAX_CATALOG_BYTES)?;
         Catalog::parse(&text, &shown)
     }
 

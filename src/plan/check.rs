@@ -92,14 +92,8 @@ pub fn read_manifest(path: &Path, catalog: &Catalog) -> anyhow::Result<Vec<Case>
             "{shown}: is a directory; give the manifest file (e.g. fixtures/expect.toml)"
         )));
     }
-    if meta.len() > MAX_MANIFEST_BYTES {
-        return Err(data_error(format!(
-            "{shown}: manifest larger than {MAX_MANIFEST_BYTES} bytes"
-        )));
-    }
-    let bytes = std::fs::read(path).map_err(|e| read_error(path, &e))?;
-    let text = String::from_utf8(bytes)
-        .map_err(|_| data_error(format!("{shown}: manifest is not UTF-8 text")))?;
+    // Capped as it is read: `/dev/zero` or a pipe states no size and never ends.
+    let text = crate::error::read_text_capped(path, "manifest", MAX_MANIFEST_BYTES)?;
     parse_manifest(&text, &shown, catalog)
 }
 
@@ -136,6 +130,13 @@ pub fn parse_manifest(text: &str, shown: &str, catalog: &Catalog) -> anyhow::Res
         if raw.profile.trim().is_empty() {
             return Err(data_error(format!(
                 "{shown}:{line}: bad manifest: profile is empty; give a profile file (or a directory of them) relative to the manifest"
+            )));
+        }
+        // No file name holds a NUL: the path is bad data in the manifest (65), not an
+        // I/O failure met while opening it.
+        if raw.profile.contains('\0') {
+            return Err(data_error(format!(
+                "{shown}:{line}: bad manifest: profile holds a NUL character; no file is named so"
             )));
         }
         let path_engine = catalog.get(&expect).map(|p| p.engine);
@@ -201,17 +202,17 @@ pub fn run_cases(
                 Ok(one) => one,
                 Err(bad) => {
                     let e = bad.error;
-                    writeln!(
-                        err,
+                    let line = format!(
                         "edgeplan: {}:{}: case profile: {e:#}",
                         manifest.display(),
                         case.line
-                    )?;
+                    );
+                    writeln!(err, "{}", crate::error::one_line(&line))?;
                     first_error.get_or_insert(exit_for(&e));
                     failed += 1;
                     let row = [
                         &case.line.to_string(),
-                        &case.profile,
+                        &crate::output::cell(&case.profile),
                         "-",
                         &priority_cell(case),
                         &case.expect,
@@ -228,8 +229,7 @@ pub fn run_cases(
                 passed += 1
             } else {
                 failed += 1;
-                writeln!(
-                    err,
+                let line = format!(
                     "edgeplan: {}:{}: {} planned {} at priority {}, expected {}",
                     manifest.display(),
                     case.line,
@@ -237,12 +237,13 @@ pub fn run_cases(
                     plan.path.name,
                     case.priority.as_str(),
                     case.expect
-                )?;
+                );
+                writeln!(err, "{}", crate::error::one_line(&line))?;
             }
             table.add_row(vec![
                 case.line.to_string(),
-                case.profile.clone(),
-                one.label.clone(),
+                crate::output::cell(&case.profile),
+                crate::output::cell(&one.label),
                 priority_cell(case),
                 case.expect.clone(),
                 plan.path.name.clone(),

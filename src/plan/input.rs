@@ -68,7 +68,7 @@ pub fn for_each(
         match std::fs::metadata(spec) {
             Err(e) => f(Err(whole(&shown, read_error(spec, &e))))?,
             Ok(meta) if meta.is_dir() => load_dir(spec, f)?,
-            Ok(_) => load_file(spec, f)?,
+            Ok(_) => load_file(spec, false, f)?,
         }
     }
     Ok(())
@@ -91,21 +91,12 @@ fn load_dir(dir: &Path, f: &mut dyn FnMut(Item) -> anyhow::Result<()>) -> anyhow
             return f(Err(whole(&shown, e)));
         }
     };
-    let mut files: Vec<PathBuf> = Vec::new();
+    let mut files: Vec<(PathBuf, Option<anyhow::Error>)> = Vec::new();
     for entry in entries {
         match entry {
             Ok(entry) => {
-                let path = entry.path();
-                let wanted = matches!(
-                    path.extension().and_then(|e| e.to_str()),
-                    Some("json" | "jsonl")
-                );
-                // The entry's own type first; a stat only to follow a symlink.
-                let is_file = entry
-                    .file_type()
-                    .is_ok_and(|t| t.is_file() || (t.is_symlink() && path.is_file()));
-                if wanted && is_file {
-                    files.push(path);
+                if let Some(found) = profile_entry(&entry) {
+                    files.push(found);
                 }
             }
             Err(e) => {
@@ -120,20 +111,95 @@ fn load_dir(dir: &Path, f: &mut dyn FnMut(Item) -> anyhow::Result<()>) -> anyhow
         ));
         return f(Err(whole(&shown, e)));
     }
-    files.sort();
-    for file in files {
-        load_file(&file, f)?;
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    for (file, problem) in files {
+        match problem {
+            None => load_file(&file, true, f)?,
+            Some(e) => f(Err(whole(&file.display().to_string(), e)))?,
+        }
     }
     Ok(())
 }
 
-fn load_file(path: &Path, f: &mut dyn FnMut(Item) -> anyhow::Result<()>) -> anyhow::Result<()> {
+/// A directory entry that is, or looks meant to be, a profile: `(path, None)` to read;
+/// `(path, Some(error))` for one that cannot be read as a profile, reported rather than
+/// skipped so a fleet never loses a device in silence: a dangling link (66, the profile
+/// it names does not exist), a FIFO, socket or device (65, never opened: a FIFO would
+/// block), `*.JSON` in another case (65: profiles are `*.json`/`*.jsonl`). `None` for
+/// anything else (other files, directories).
+fn profile_entry(entry: &std::fs::DirEntry) -> Option<(PathBuf, Option<anyhow::Error>)> {
+    let path = entry.path();
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let shown = path.display();
+    if !matches!(ext, "json" | "jsonl") {
+        if matches!(ext.to_ascii_lowercase().as_str(), "json" | "jsonl") {
+            let e = data_error(format!(
+                "{shown}: not read: profiles are named *.json or *.jsonl in lower case; rename it"
+            ));
+            return Some((path, Some(e)));
+        }
+        return None;
+    }
+    let kind = entry.file_type().ok()?;
+    // The entry's own type first; a stat only to follow a symlink.
+    let target = if kind.is_symlink() {
+        match std::fs::metadata(&path) {
+            Ok(meta) => meta.file_type(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let e = no_input(format!(
+                    "{shown}: a link to a profile that does not exist (a dangling link)"
+                ));
+                return Some((path, Some(e)));
+            }
+            Err(e) => {
+                let e = read_error(&path, &e);
+                return Some((path, Some(e)));
+            }
+        }
+    } else {
+        kind
+    };
+    if target.is_file() {
+        Some((path, None))
+    } else if target.is_dir() {
+        None
+    } else {
+        let e = data_error(format!(
+            "{shown}: not a regular file (a FIFO, socket or device); not read"
+        ));
+        Some((path, Some(e)))
+    }
+}
+
+/// Reads one profile file. A directory's entry (`listed`) is opened `O_NONBLOCK` and
+/// must be a regular file once open: one swapped for a FIFO after the listing is
+/// refused, never waited on. A file named on the command line may be a pipe (`<(...)`).
+fn load_file(
+    path: &Path,
+    listed: bool,
+    f: &mut dyn FnMut(Item) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
     let shown = path.display().to_string();
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| shown.clone());
-    match std::fs::File::open(path) {
+    let flags = if listed { libc::O_NONBLOCK } else { 0 };
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(path);
+    if listed
+        && let Ok(file) = &opened
+        && !file.metadata().is_ok_and(|m| m.is_file())
+    {
+        let e = data_error(format!(
+            "{shown}: not a regular file (a FIFO, socket or device); not read"
+        ));
+        return f(Err(whole(&shown, e)));
+    }
+    match opened {
         Ok(file) => read_stream(
             &mut std::io::BufReader::with_capacity(1 << 16, file),
             &shown,

@@ -460,9 +460,10 @@ impl FleetTable {
     pub fn add(&mut self, plan: &Plan) -> anyhow::Result<()> {
         let p = &plan.path;
         *self.counts.entry(p.name.clone()).or_default() += 1;
-        let device = plan.device.as_deref().unwrap_or("-");
+        // A label is one line: a newline in it cannot forge a row or a heading.
+        let device = crate::output::cell(plan.device.as_deref().unwrap_or("-"));
         let mut row: Vec<String> = [
-            device,
+            device.as_str(),
             plan.hardware_class.as_str(),
             &p.name,
             p.quantization.as_deref().unwrap_or("none"),

@@ -95,6 +95,9 @@ fn parse_mountinfo(text: &str) -> Vec<Mount> {
         .collect()
 }
 
+/// Linux's PATH_MAX: the longest cgroup path walked.
+const MAX_CGROUP_PATH: usize = 4096;
+
 /// Directories from the process's cgroup up to the hierarchy's mount point.
 fn chain(sys: &SysRoot, mount_point: &str, mount_root: &str, path: &str) -> Vec<String> {
     let relative = if mount_root == "/" {
@@ -103,6 +106,20 @@ fn chain(sys: &SysRoot, mount_point: &str, mount_root: &str, path: &str) -> Vec<
         path.strip_prefix(mount_root).unwrap_or("/")
     };
     let point = mount_point.trim_end_matches('/');
+    // No path the kernel can open is longer than PATH_MAX: a crafted deeper one (16,000
+    // levels cost main 8 s and 256 MB, each level a longer string and a deeper lookup)
+    // is not walked; the hierarchy's own limits at its mount point still are.
+    if relative.len() > MAX_CGROUP_PATH {
+        sys.warn(format!(
+            "cgroup path of {} bytes is longer than the kernel's PATH_MAX; only {point} was read",
+            relative.len()
+        ));
+        return vec![if point.is_empty() {
+            "/".into()
+        } else {
+            point.to_string()
+        }];
+    }
     let mut dirs = Vec::new();
     let mut rel = relative.trim_end_matches('/').to_string();
     loop {
@@ -340,6 +357,26 @@ mod tests {
         assert!(mounts[0].v2);
         assert_eq!(mounts[1].root, "/docker/abc");
         assert!(mounts[1].controllers.contains(&"cpu".to_string()));
+    }
+
+    /// 16,000 levels took main 8 s and 256 MB; past PATH_MAX only the mount point is read.
+    #[test]
+    fn a_deep_cgroup_path_is_not_walked() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        write(
+            r,
+            "proc/self/cgroup",
+            &format!("0::{}\n", "/a".repeat(16_000)),
+        );
+        write(r, "sys/fs/cgroup/cgroup.controllers", "cpu memory\n");
+        write(r, "sys/fs/cgroup/memory.max", "4294967296\n");
+        let sys = SysRoot::at(r);
+        let start = std::time::Instant::now();
+        let facts = read(&sys);
+        assert!(start.elapsed().as_secs_f64() < 1.0, "{:?}", start.elapsed());
+        assert_eq!(facts.memory_limit.unwrap().0, 4294967296);
+        assert!(sys.take_warnings().iter().any(|w| w.contains("PATH_MAX")));
     }
 
     #[test]

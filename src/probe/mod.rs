@@ -61,10 +61,21 @@ pub fn check_sysroot(dir: &Path) -> anyhow::Result<()> {
             "{}: --sysroot must be a directory (a captured / tree)",
             dir.display()
         ))),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Err(no_input(format!(
-            "{}: sysroot does not exist (capture one with `edgeplan probe --dump DIR`)",
-            dir.display()
-        ))),
+        // A link loop names no directory either: the sysroot does not exist (66).
+        Err(err)
+            if err.kind() == std::io::ErrorKind::NotFound
+                || err.raw_os_error() == Some(libc::ELOOP) =>
+        {
+            Err(no_input(format!(
+                "{}: sysroot does not exist{} (capture one with `edgeplan probe --dump DIR`)",
+                dir.display(),
+                if err.kind() == std::io::ErrorKind::NotFound {
+                    ""
+                } else {
+                    ": a symbolic link loop"
+                }
+            )))
+        }
         Err(err) => Err(io_error(format!(
             "{}: cannot open sysroot: {err}",
             dir.display()
@@ -335,6 +346,12 @@ fn decide_arch(sys: &SysRoot, info: &CpuInfo) -> anyhow::Result<Arch> {
             ));
             Ok(arch)
         }
+        // A cpuinfo that is there but cannot be read is an I/O failure (74) naming its
+        // cause, not bad data: reading it as another user would tell the architecture.
+        None if sys.failure("/proc/cpuinfo").is_some() => Err(io_error(format!(
+            "{shown}: cannot read: {}; nothing else in the tree names the architecture (run as a user that can read it)",
+            sys.failure("/proc/cpuinfo").unwrap_or_default()
+        ))),
         None if !sys.exists("/proc/cpuinfo") => Err(data_error(format!(
             "{shown}: missing, and nothing else in the tree names the architecture: is this the root of a captured tree (it holds proc/cpuinfo)?"
         ))),

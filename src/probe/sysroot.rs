@@ -12,14 +12,23 @@
 
 use std::cell::RefCell;
 use std::io::Read;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
+
+use rustix::fs::{FileType, OFlags};
+
+use crate::fsx;
 
 /// Reads are capped here: /proc and /sys files are small, and a captured tree may
 /// hold anything.
 pub const MAX_FILE_BYTES: u64 = 1 << 20;
 
+/// At most this many names are taken from one directory (a tree with 20,000 PCI devices
+/// costs a probe no more than one with this many), with a warning past it.
+pub const MAX_DIR_ENTRIES: usize = 4096;
+
 /// One thing the probe looked at, as `--dump` replays it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Access {
     /// A file and the bytes read from it (possibly capped).
     File { path: String, bytes: Vec<u8> },
@@ -30,14 +39,35 @@ pub enum Access {
 }
 
 /// A filesystem root plus the log of accesses and warnings of one probe.
+///
+/// The root directory is opened once; every path is then opened relative to that
+/// descriptor. Under a captured tree the lookup is confined to it ([`fsx::open_beneath`]:
+/// a link is followed only while it stays inside, so the `/sys/bus/pci/devices/*` links
+/// of a real capture work and a link to `/etc/shadow` does not), the opened descriptor is
+/// checked to be a regular file, and the bytes are read from that same descriptor:
+/// nothing swapped in between a check and a read is ever read. Files are opened
+/// `O_NONBLOCK`, so a FIFO never blocks.
 #[derive(Debug)]
 pub struct SysRoot {
     root: PathBuf,
-    /// The root with symlinks resolved, to keep a captured tree's reads inside it.
-    canonical_root: PathBuf,
+    /// The root directory, opened once; `None` when it cannot be opened (every read is
+    /// then missing).
+    dir: Option<OwnedFd>,
     live: bool,
     accesses: RefCell<Vec<Access>>,
+    /// Hashes of `accesses`, so recording stays linear (20,000 PCI devices were quadratic).
+    seen: RefCell<std::collections::HashSet<u64>>,
     warnings: RefCell<Vec<String>>,
+    /// Files that exist but could not be read, with the error (a permission denied).
+    failures: RefCell<std::collections::BTreeMap<String, String>>,
+}
+
+/// Why a path could not be opened.
+enum Refused {
+    Missing,
+    /// Outside the tree (a `..`, an absolute link or one that climbs out).
+    Outside,
+    Other(std::io::Error),
 }
 
 impl SysRoot {
@@ -52,13 +82,14 @@ impl SysRoot {
     }
 
     fn new(root: PathBuf, live: bool) -> SysRoot {
-        let canonical_root = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
         SysRoot {
+            dir: fsx::open_dir(&root).ok(),
             root,
-            canonical_root,
             live,
             accesses: RefCell::default(),
+            seen: RefCell::default(),
             warnings: RefCell::default(),
+            failures: RefCell::default(),
         }
     }
 
@@ -76,27 +107,41 @@ impl SysRoot {
         self.root.join(abs.trim_start_matches('/'))
     }
 
-    /// The real path to open, or `None` (with a warning) when a captured tree would be
-    /// left: a `..` component (e.g. from a crafted `/proc/self/cgroup`) or a symlink
-    /// that resolves outside the root. The live root is `/`, so nothing is outside it.
-    fn inside(&self, abs: &str) -> Option<PathBuf> {
+    /// Opens `abs` below the root with `flags`. On the live host (root `/`, nothing is
+    /// outside it) links are followed as the kernel documents them; under a captured tree
+    /// only while they stay inside. A `..` component (e.g. from a crafted
+    /// `/proc/self/cgroup`) is refused before any lookup, with a warning.
+    fn open(&self, abs: &str, flags: OFlags) -> Result<OwnedFd, Refused> {
         if abs.split('/').any(|part| part == "..") {
             self.warn(format!("{abs}: path with `..` ignored"));
-            return None;
+            return Err(Refused::Outside);
         }
-        let real = self.path(abs);
-        if !self.live
-            && let Ok(resolved) = std::fs::canonicalize(&real)
-            && !resolved.starts_with(&self.canonical_root)
-        {
-            self.warn(format!(
-                "{}: resolves outside the sysroot ({}), ignored",
-                self.shown(abs),
-                resolved.display()
-            ));
-            return None;
-        }
-        Some(real)
+        let dir = self.dir.as_ref().ok_or(Refused::Missing)?;
+        let rel = abs.trim_start_matches('/');
+        let opened = if self.live {
+            let rel = if rel.is_empty() { "." } else { rel };
+            rustix::fs::openat(dir, rel, flags | OFlags::CLOEXEC, rustix::fs::Mode::empty())
+                .map_err(std::io::Error::from)
+        } else {
+            fsx::open_beneath(dir.as_fd(), rel, flags)
+        };
+        opened.map_err(|err| match err.raw_os_error() {
+            Some(libc::ENOENT) => Refused::Missing,
+            Some(libc::EXDEV) => {
+                self.warn(format!(
+                    "{}: resolves outside the sysroot, ignored",
+                    self.shown(abs)
+                ));
+                Refused::Outside
+            }
+            _ => Refused::Other(err),
+        })
+    }
+
+    /// The type of what `abs` names (links inside the tree followed), or `None`.
+    fn kind_of(&self, abs: &str) -> Option<FileType> {
+        let fd = self.open(abs, OFlags::PATH).ok()?;
+        fsx::kind(fd.as_fd()).ok()
     }
 
     /// How a path is named in warnings: as given on the live host, below the root otherwise.
@@ -117,6 +162,22 @@ impl SysRoot {
         }
     }
 
+    /// A file that exists but could not be read: a warning, and remembered for
+    /// [`SysRoot::failure`].
+    fn fail(&self, abs: &str, err: &std::io::Error) {
+        self.warn(format!("{}: cannot read: {err}", self.shown(abs)));
+        self.failures
+            .borrow_mut()
+            .insert(abs.to_string(), err.to_string());
+    }
+
+    /// Why `abs` could not be read, when it exists and a read failed (e.g.
+    /// "Permission denied (os error 13)"); `None` when it was read, is missing, or was
+    /// refused as outside the tree or not a regular file.
+    pub fn failure(&self, abs: &str) -> Option<String> {
+        self.failures.borrow().get(abs).cloned()
+    }
+
     pub fn take_warnings(&self) -> Vec<String> {
         std::mem::take(&mut self.warnings.borrow_mut())
     }
@@ -126,34 +187,39 @@ impl SysRoot {
     }
 
     fn record(&self, access: Access) {
+        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+        let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(&access);
         let mut accesses = self.accesses.borrow_mut();
-        if !accesses.contains(&access) {
-            accesses.push(access);
+        // A hash seen before is checked in full (a collision must not drop an access).
+        if !self.seen.borrow_mut().insert(hash) && accesses.contains(&access) {
+            return;
         }
+        accesses.push(access);
     }
 
     /// The bytes of a file, capped at [`MAX_FILE_BYTES`]. `None` when it is missing
     /// (silently) or cannot be read as a regular file (with a warning).
     pub fn read_bytes(&self, abs: &str) -> Option<Vec<u8>> {
-        let real = self.inside(abs)?;
-        let meta = match std::fs::metadata(&real) {
-            Ok(meta) => meta,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return None,
-            Err(err) => {
-                self.warn(format!("{}: cannot read: {err}", self.shown(abs)));
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY;
+        let fd = match self.open(abs, flags) {
+            Ok(fd) => fd,
+            Err(Refused::Missing | Refused::Outside) => return None,
+            Err(Refused::Other(err)) => {
+                self.fail(abs, &err);
                 return None;
             }
         };
-        if !meta.is_file() {
-            // A directory, FIFO or device where a file belongs; opening a FIFO would block.
+        if !fsx::kind(fd.as_fd()).is_ok_and(|k| k == FileType::RegularFile) {
+            // A directory, FIFO or device where a file belongs.
             self.warn(format!("{}: not a regular file, ignored", self.shown(abs)));
             return None;
         }
         let mut bytes = Vec::new();
-        let read = std::fs::File::open(&real)
-            .and_then(|file| file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes));
+        let read = std::fs::File::from(fd)
+            .take(MAX_FILE_BYTES + 1)
+            .read_to_end(&mut bytes);
         if let Err(err) = read {
-            self.warn(format!("{}: cannot read: {err}", self.shown(abs)));
+            self.fail(abs, &err);
             return None;
         }
         if bytes.len() as u64 > MAX_FILE_BYTES {
@@ -192,32 +258,31 @@ impl SysRoot {
 
     /// True when the path exists (file, directory or anything else).
     pub fn exists(&self, abs: &str) -> bool {
-        let Some(real) = self.inside(abs) else {
-            return false;
-        };
-        match std::fs::metadata(real) {
-            Ok(meta) if meta.is_dir() => {
+        match self.kind_of(abs) {
+            Some(FileType::Directory) => {
                 self.record(Access::Dir {
                     path: abs.to_string(),
                 });
                 true
             }
-            Ok(_) => {
+            Some(_) => {
                 self.record(Access::Marker {
                     path: abs.to_string(),
                 });
                 true
             }
-            Err(_) => false,
+            None => false,
         }
     }
 
-    /// Names in a directory, sorted; empty when it is missing or unreadable.
+    /// Names in a directory, sorted; empty when it is missing or unreadable. At most
+    /// [`MAX_DIR_ENTRIES`] (the first in name order), with a warning past that.
     pub fn list(&self, abs: &str) -> Vec<String> {
-        let Some(real) = self.inside(abs) else {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK;
+        let Ok(fd) = self.open(abs, flags) else {
             return Vec::new();
         };
-        let Ok(entries) = std::fs::read_dir(real) else {
+        let Ok(entries) = rustix::fs::Dir::new(fd) else {
             return Vec::new();
         };
         self.record(Access::Dir {
@@ -225,17 +290,23 @@ impl SysRoot {
         });
         let mut names: Vec<String> = entries
             .filter_map(|entry| entry.ok())
-            .filter_map(|entry| entry.file_name().into_string().ok())
+            .filter_map(|entry| entry.file_name().to_str().ok().map(str::to_string))
+            .filter(|name| name != "." && name != "..")
             .collect();
         names.sort();
+        if names.len() > MAX_DIR_ENTRIES {
+            self.warn(format!(
+                "{}: {} entries, only the first {MAX_DIR_ENTRIES} were read",
+                self.shown(abs),
+                names.len()
+            ));
+            names.truncate(MAX_DIR_ENTRIES);
+        }
         // Entries are facts too (library names, PCI addresses): record them for --dump.
         for name in &names {
             let child = format!("{}/{name}", abs.trim_end_matches('/'));
-            match std::fs::metadata(self.path(&child))
-                .ok()
-                .filter(|_| self.inside(&child).is_some())
-            {
-                Some(meta) if meta.is_dir() => self.record(Access::Dir { path: child }),
+            match self.kind_of(&child) {
+                Some(FileType::Directory) => self.record(Access::Dir { path: child }),
                 Some(_) => self.record(Access::Marker { path: child }),
                 None => {}
             }
@@ -244,10 +315,13 @@ impl SysRoot {
     }
 
     /// The last component of a symlink's target (`driver -> ../../bus/pci/drivers/nvidia`
-    /// gives `nvidia`); in a captured tree a plain file holding the name works too.
+    /// gives `nvidia`); in a captured tree a plain file holding the name works too. The
+    /// link itself is read relative to its directory, never followed.
     pub fn link_name(&self, abs: &str) -> Option<String> {
-        let real = self.inside(abs)?;
-        if let Ok(target) = std::fs::read_link(&real) {
+        let (parent, leaf) = abs.trim_end_matches('/').rsplit_once('/')?;
+        let parent_fd = self.open(parent, OFlags::PATH | OFlags::DIRECTORY).ok()?;
+        if let Ok(target) = rustix::fs::readlinkat(&parent_fd, leaf, Vec::new()) {
+            let target = PathBuf::from(target.to_string_lossy().into_owned());
             let name = target.file_name()?.to_string_lossy().into_owned();
             self.record(Access::File {
                 path: abs.to_string(),
@@ -338,6 +412,87 @@ mod tests {
             root.read_line("/inner/meminfo").as_deref(),
             Some("MemTotal: 1 kB")
         );
+    }
+
+    /// 20,000 PCI devices took main 16 s: listing is capped and recording is linear.
+    #[test]
+    fn many_pci_devices_cost_a_bounded_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let devices = dir.path().join("sys/bus/pci/devices");
+        std::fs::create_dir_all(&devices).unwrap();
+        for i in 0..20_000 {
+            std::fs::write(
+                devices.join(format!(
+                    "0000:{:02x}:{:02x}.{}",
+                    i >> 8 & 0xff,
+                    i & 0xff,
+                    i >> 16
+                )),
+                "",
+            )
+            .unwrap();
+        }
+        let root = SysRoot::at(dir.path());
+        let start = std::time::Instant::now();
+        let names = root.list("/sys/bus/pci/devices");
+        assert_eq!(names.len(), MAX_DIR_ENTRIES);
+        assert!(root.take_warnings()[0].contains("only the first"));
+        assert!(start.elapsed().as_secs_f64() < 5.0, "{:?}", start.elapsed());
+    }
+
+    /// A file swapped for a link to outside the tree, as fast as a thread can, is never
+    /// read through the link: each read returns the in-tree bytes or nothing.
+    #[test]
+    fn a_file_swapped_for_a_link_is_never_read_outside() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("shadow"), "SECRET\n").unwrap();
+        let dir = tree();
+        let d = dir.path().to_path_buf();
+        std::fs::write(d.join("proc/version"), "inside\n").unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let swapper = {
+            let (stop, d, secret) = (stop.clone(), d.clone(), outside.path().join("shadow"));
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _ = std::fs::remove_file(d.join("proc/version.new"));
+                    let _ = std::os::unix::fs::symlink(&secret, d.join("proc/version.new"));
+                    let _ = std::fs::rename(d.join("proc/version.new"), d.join("proc/version"));
+                    let _ = std::fs::write(d.join("proc/version.new"), "inside\n");
+                    let _ = std::fs::rename(d.join("proc/version.new"), d.join("proc/version"));
+                }
+            })
+        };
+        let root = SysRoot::at(&d);
+        let (mut inside, deadline) = (
+            0,
+            std::time::Instant::now() + std::time::Duration::from_millis(500),
+        );
+        while std::time::Instant::now() < deadline {
+            match root.read("/proc/version").as_deref() {
+                Some("inside\n") => inside += 1,
+                None => {}
+                Some(other) => panic!("read outside the tree: {other:?}"),
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        swapper.join().unwrap();
+        assert!(inside > 0, "the in-tree file was never read");
+    }
+
+    /// A FIFO swapped in for a file never blocks a read.
+    #[test]
+    fn a_fifo_swapped_in_never_blocks() {
+        let dir = tree();
+        let fifo = dir.path().join("proc/fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: `c` is a valid NUL-terminated path that lives across the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        std::fs::rename(&fifo, dir.path().join("proc/meminfo")).unwrap();
+        let root = SysRoot::at(dir.path());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(root.read("/proc/meminfo")).unwrap());
+        let got = rx.recv_timeout(std::time::Duration::from_secs(5));
+        assert_eq!(got, Ok(None), "the read blocked or read a FIFO");
     }
 
     #[cfg(unix)]
