@@ -18,6 +18,7 @@
 //! priority a build that keeps more bits and is not slower is the one to deploy.
 
 pub mod fake;
+pub mod gguf;
 pub mod llama_cpp;
 pub mod protocol;
 pub mod report;
