@@ -73,7 +73,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<Exit> {
     let engine_inputs = req
         .engine
         .as_ref()
-        .map(|choice| engine_inputs(choice, &plan, req, (&workload, &shape), threads));
+        .map(|choice| engine_inputs(choice, (&profile, &plan), req, (&workload, &shape), threads));
     let inputs = Inputs {
         request: req,
         profile: &profile,
@@ -139,7 +139,7 @@ fn launcher_for(choice: &EngineChoice) -> anyhow::Result<Box<dyn engine::protoco
 /// that measures the same weights) and the planned one.
 fn engine_inputs<'a>(
     choice: &EngineChoice,
-    plan: &PlanInput,
+    (profile, plan): (&Profile, &PlanInput),
     req: &BenchRequest,
     (workload, shape): (&'a Workload, &ModelShape),
     threads: usize,
@@ -174,7 +174,18 @@ fn engine_inputs<'a>(
             };
             (builds, planned)
         }
-        EngineChoice::LlamaCpp { .. } => llama_cpp_builds(&catalog, plan),
+        EngineChoice::LlamaCpp { .. } => {
+            // The plan under test is llama.cpp's own for this profile.
+            let name = crate::plan::decide_for(
+                profile,
+                req.priority,
+                &catalog,
+                crate::plan::Engine::LlamaCpp,
+            )
+            .path
+            .name;
+            llama_cpp_builds(&catalog, &name, plan.off_cpu.as_deref())
+        }
     };
     EngineInputs {
         builds,
@@ -204,7 +215,8 @@ fn engine_inputs<'a>(
 /// W4A8 kernels compute as they do, with 8-bit activations), and the planned one.
 fn llama_cpp_builds(
     catalog: &crate::plan::Catalog,
-    plan: &PlanInput,
+    planned: &str,
+    off_cpu: Option<&str>,
 ) -> (Vec<EngineBuild>, Result<String, String>) {
     let builds: Vec<EngineBuild> = catalog
         .paths()
@@ -221,16 +233,16 @@ fn llama_cpp_builds(
             })
         })
         .collect();
-    let planned = match &plan.off_cpu {
+    let planned = match off_cpu {
         Some(why) => Err(format!(
             "{} {why}: the engine's CPU kernels do not check it",
-            plan.name
+            planned
         )),
         None => builds
             .iter()
-            .find(|b| b.catalog_path == plan.name)
+            .find(|b| b.catalog_path == planned)
             .map(|b| b.build.clone())
-            .ok_or_else(|| format!("{} is not one of llama.cpp's 4-bit CPU builds", plan.name)),
+            .ok_or_else(|| format!("{} is not one of llama.cpp's 4-bit CPU builds", planned)),
     };
     (builds, planned)
 }

@@ -33,7 +33,7 @@ pub mod schema;
 use std::path::Path;
 
 pub use catalog::{Catalog, Engine};
-pub use rules::decide;
+pub use rules::{decide, decide_for};
 pub use schema::{Plan, Priority};
 
 use input::Loaded;

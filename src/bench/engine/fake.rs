@@ -104,6 +104,7 @@ impl Launcher for FakeEngine {
             layers_timed_decode: request.layers,
             layers_timed_prefill: request.prefill_layers,
             setup_s: 1.0,
+            whole_model: false,
             timed,
         };
         Ok(Box::new(FakeSession {

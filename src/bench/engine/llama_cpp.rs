@@ -242,6 +242,7 @@ impl LlamaSession {
             layers_timed_decode: request.model.layers,
             layers_timed_prefill: request.model.layers,
             setup_s: begin.elapsed().as_secs_f64(),
+            whole_model: true,
         };
         Ok(LlamaSession {
             runner,

@@ -474,10 +474,17 @@ fn scale_interval(i: crate::bench::paired::Interval, f: f64) -> crate::bench::pa
 }
 
 fn notes(inputs: &EngineInputs, hello: &protocol::Hello) -> Vec<String> {
-    let mut notes = vec![format!(
-        "the engine's linear layers only (its kernels on random weights of {}'s shapes, group {GROUP}); attention, norms and sampling are left out, as in edgeplan's own rows",
-        inputs.workload.model
-    )];
+    let mut notes = vec![if hello.whole_model {
+        format!(
+            "the engine's whole model (random weights of {}'s shapes): its times include attention, norms and sampling, so its % bw, % peak and vs-own shares (which count the linear layers' bytes and multiply-adds) understate its kernels",
+            inputs.workload.model
+        )
+    } else {
+        format!(
+            "the engine's linear layers only (its kernels on random weights of {}'s shapes, group {GROUP}); attention, norms and sampling are left out, as in edgeplan's own rows",
+            inputs.workload.model
+        )
+    }];
     if hello.layers_timed_decode < inputs.workload.layers {
         notes.push(format!(
             "decode walks {} distinct layers (more than twice the L3) and is scaled to the model's {}",

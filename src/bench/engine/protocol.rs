@@ -95,6 +95,10 @@ pub struct Hello {
     pub layers_timed_decode: usize,
     pub layers_timed_prefill: usize,
     pub setup_s: f64,
+    /// The times are of the whole model (attention, norms, sampling included), as
+    /// `llama-bench` reports them, not of the linear layers alone.
+    #[serde(default)]
+    pub whole_model: bool,
 }
 
 /// One build's timings in one round, in seconds.

@@ -210,6 +210,7 @@ fn placeholder_hello() -> Hello {
         layers_timed_decode: 0,
         layers_timed_prefill: 0,
         setup_s: 0.0,
+        whole_model: false,
     }
 }
 
