@@ -1,8 +1,8 @@
 //! Measured figures beside the catalog's: what a profile saved by `bench --save` says
 //! about a plan.
 //!
-//! The decision is the catalog's and stays so ([`super::rules`] never reads
-//! measurements). This module only reads the profile's typed
+//! The own-kernel bench figures never change the decision (only a saved `bench
+//! --engine` run does, in `measured_choice.rs`). This module only reads the profile's typed
 //! [`Measurements`](crate::profile::Measurements) (never `bench`), decides whether the
 //! saved verdict speaks to
 //! *this* plan (same path, same priority), and words the result: the plan's `measured`

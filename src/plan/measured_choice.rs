@@ -11,7 +11,6 @@
 use serde_json::json;
 
 use super::catalog::{Catalog, Engine, PathId};
-use super::rules::Options;
 use super::schema::{Fact, Priority, Step};
 use crate::profile::{EngineRun, HardwareClass, Profile};
 
@@ -22,7 +21,8 @@ pub(super) struct Follow<'a> {
     pub engine: Engine,
     pub route: HardwareClass,
     pub catalog: &'a Catalog,
-    pub options: Options,
+    /// Re-planning for memory: never follow a run to a bigger build.
+    pub memory_first: bool,
 }
 
 const SOURCE: &str = "profile.measurements.engines (bench --engine --save)";
@@ -79,7 +79,7 @@ impl Follow<'_> {
         }
         let bits = |id: PathId| self.catalog.path(id).bits_per_weight.unwrap_or(16.0);
         let bigger = bits(rec_id) > bits(chosen);
-        if bigger && self.options.memory_first {
+        if bigger && self.memory_first {
             trace.push(step(format!(
                 "the saved {} run prefers {rec}, which does not fit: keeping {}",
                 run.engine,

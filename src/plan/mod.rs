@@ -9,7 +9,8 @@
 //! `--expect` and `check` (`check.rs`) exit 1 on a mismatch. With `--model`, each plan
 //! also gets a memory fit (`memory.rs`), and a device the model does not fit exits 3.
 //! A profile saved by `bench --save` also gets its measured figures beside the
-//! catalog's (`measured.rs`); they are reported, never decided on.
+//! catalog's (`measured.rs`); they are reported, never decided on. A saved
+//! `bench --engine` run on the same device steers the choice (`measured_choice.rs`).
 //!
 //! Other modules call [`decide`] (pure) with a [`Catalog`] (usually
 //! [`Catalog::builtin`]); the [`Plan`] it returns is the JSON contract's plan object.

@@ -88,37 +88,14 @@ pub fn decide_with(
     }];
     let mut lost: Lost = Vec::new();
     let mut fallback: Option<PathId> = None;
-    let (route, chosen) = match engine {
-        Engine::Vllm => {
-            let mut ctx = Choosing {
-                priority,
-                origin: &origin,
-                trace: &mut trace,
-                lost: &mut lost,
-            };
-            choose_for_vllm(profile, &mut ctx)
-        }
-        Engine::LlamaCpp => {
-            let route = rules_llama_cpp::route(profile, &origin, &mut trace);
-            let gpu_bf16 = matches!(route, HardwareClass::CudaDiscrete | HardwareClass::Jetson)
-                .then(|| {
-                    let (bf16, step) = gpu_bf16(profile, &origin);
-                    trace.push(step);
-                    bf16
-                });
-            let chosen = rules_llama_cpp::choose(
-                profile, priority, route, gpu_bf16, &origin, &mut trace, &mut lost,
-            );
-            (route, chosen)
-        }
-    };
+    let (route, chosen) = choose(profile, priority, engine, &origin, &mut trace, &mut lost);
     let follow = measured_choice::Follow {
         profile,
         priority,
         engine,
         route,
         catalog,
-        options,
+        memory_first: options.memory_first,
     };
     let chosen = follow.apply(chosen, &mut trace, &mut lost, &mut fallback);
     let spec = catalog.path(chosen);
@@ -178,6 +155,40 @@ type Lost = Vec<(PathId, String)>;
 
 /// vLLM's route and path: the NPU export, a GPU's 16-bit weights, or a CPU's 4-bit
 /// (or bf16) build.
+/// The engine's rules: the class they route on and the path they choose.
+fn choose(
+    profile: &Profile,
+    priority: Priority,
+    engine: Engine,
+    origin: &str,
+    trace: &mut Vec<Step>,
+    lost: &mut Lost,
+) -> (HardwareClass, PathId) {
+    match engine {
+        Engine::Vllm => {
+            let mut ctx = Choosing {
+                priority,
+                origin,
+                trace,
+                lost,
+            };
+            choose_for_vllm(profile, &mut ctx)
+        }
+        Engine::LlamaCpp => {
+            let route = rules_llama_cpp::route(profile, origin, trace);
+            let gpu_bf16 = matches!(route, HardwareClass::CudaDiscrete | HardwareClass::Jetson)
+                .then(|| {
+                    let (bf16, step) = gpu_bf16(profile, origin);
+                    trace.push(step);
+                    bf16
+                });
+            let chosen =
+                rules_llama_cpp::choose(profile, priority, route, gpu_bf16, origin, trace, lost);
+            (route, chosen)
+        }
+    }
+}
+
 /// The state the vLLM rules write into while choosing.
 pub(super) struct Choosing<'a> {
     pub priority: Priority,

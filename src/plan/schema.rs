@@ -50,7 +50,8 @@ pub struct Plan {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_fallback: Option<String>,
     /// The figures `bench --save` stored in the profile, set beside the catalog's;
-    /// absent when the profile carries none. They never change the decision.
+    /// absent when the profile carries none. They never change the decision (a saved
+    /// `bench --engine` run does: see the `measured_engine` step).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured: Option<Measured>,
 }
