@@ -436,3 +436,55 @@ fn every_relative_link_in_the_docs_reaches_a_file_and_heading() {
     assert!(count > 20, "only {count} links found");
     assert!(dead.is_empty(), "dead links:\n{}", dead.join("\n"));
 }
+
+/// docs/integrations.md's workflow installs edgeplan from a directory one of its
+/// `actions/checkout` steps fills (`path:`), never from a path nothing checks out.
+#[test]
+fn the_ci_recipe_installs_from_what_it_checks_out() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/integrations.md")).unwrap();
+    let yaml = &doc[doc.find("<!-- test: ci -->").unwrap()..];
+    let yaml = &yaml[yaml.find("```yaml").unwrap() + 7..];
+    let yaml = &yaml[..yaml.find("```").unwrap()];
+    let checked_out: Vec<&str> = yaml
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("path: "))
+        .collect();
+    let installs: Vec<&str> = yaml
+        .lines()
+        .filter_map(|l| l.split_once("cargo install --locked --path ").map(|(_, p)| p.trim()))
+        .collect();
+    assert_eq!(installs.len(), 1, "{yaml}");
+    for path in installs {
+        assert!(checked_out.contains(&path), "installs --path {path}, checked out {checked_out:?}");
+    }
+    assert!(yaml.matches("uses: actions/checkout@").count() >= 2, "{yaml}");
+}
+
+/// `EDGEPLAN_VERIFIED` is documented with the values `plan --format env` prints.
+#[test]
+fn edgeplan_verified_is_documented_with_the_values_it_takes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/weight-paths.md")).unwrap();
+    let row = doc
+        .lines()
+        .find(|l| l.starts_with("| `EDGEPLAN_VERIFIED` |"))
+        .expect("EDGEPLAN_VERIFIED row in docs/weight-paths.md");
+    let mut seen = std::collections::BTreeSet::new();
+    for profile in std::fs::read_dir(fixture("profiles")).unwrap() {
+        let profile = profile.unwrap().path();
+        let out = crate::util::edgeplan()
+            .args(["plan", "--format", "env", "--profile"])
+            .arg(&profile)
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        if let Some(v) = text.lines().find_map(|l| l.strip_prefix("EDGEPLAN_VERIFIED=")) {
+            seen.insert(v.to_string());
+        }
+    }
+    assert!(seen.len() >= 2, "{seen:?}");
+    for value in &seen {
+        assert!(row.contains(&format!("`{value}`")), "{value} not in: {row}");
+    }
+}
