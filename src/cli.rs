@@ -415,7 +415,11 @@ const MAN_EXAMPLES: &[(&str, &str)] = &[
 fn man_tail() -> String {
     let mut out = String::from(".SH \"EXIT STATUS\"\n");
     for (exit, meaning) in EXIT_STATUS {
-        out.push_str(&format!(".TP\n\\fB{}\\fR\n{}\n", exit.code(), roff_text(meaning)));
+        out.push_str(&format!(
+            ".TP\n\\fB{}\\fR\n{}\n",
+            exit.code(),
+            roff_text(meaning)
+        ));
     }
     out.push_str(".SH EXAMPLES\n");
     for (what, command) in MAN_EXAMPLES {

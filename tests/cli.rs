@@ -108,7 +108,8 @@ fn the_man_page_has_exit_status_and_examples_and_names_no_missing_page() {
         .filter_map(|l| l.strip_prefix("\\fB")?.strip_suffix("\\fR"))
         .map(str::to_string)
         .collect();
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     let table = &readme[readme.find("## Exit codes").unwrap()..];
     let readme_codes: Vec<String> = table
         .lines()
@@ -125,7 +126,10 @@ fn the_man_page_has_exit_status_and_examples_and_names_no_missing_page() {
     let mut count = 0;
     for line in examples.lines().filter(|l| l.starts_with("edgeplan ")) {
         let line = line.replace("\\-", "-").replace("\\e", "\\");
-        assert!(readme.lines().any(|l| l.trim() == line), "not in README.md: {line}");
+        assert!(
+            readme.lines().any(|l| l.trim() == line),
+            "not in README.md: {line}"
+        );
         count += 1;
     }
     assert!(count >= 4, "{examples}");

@@ -291,14 +291,20 @@ fn every_edgeplan_line_of_the_sh_examples_runs_as_written_on_a_fresh_account() {
         std::env::var("PATH").unwrap_or_default()
     );
     for (doc, line) in lines {
-        // What a redirect wrote must not be empty; zsh's $fpath is given one entry.
+        // What a redirect wrote must not be empty, and must be under the home or the
+        // current directory: a pasted install line never writes to `/` (an unset
+        // shell variable such as zsh's `${fpath[1]}` in bash would make it `/_edgeplan`).
         let check = match line.rsplit_once(" > ") {
-            Some((_, target)) => format!(" && test -s {target}"),
+            Some((_, target)) => {
+                assert!(
+                    target.starts_with("~/") || !target.contains(['/', '$']) && !target.is_empty(),
+                    "{doc}: `{line}` writes outside ~ and the current directory"
+                );
+                format!(" && test -s {target}")
+            }
             None => String::new(),
         };
-        let script = format!(
-            "fpath=(\"$HOME/zsh-functions\" \"$HOME/zsh-functions\"); mkdir -p \"$HOME/zsh-functions\"\n{line}{check}"
-        );
+        let script = format!("{line}{check}");
         let out = std::process::Command::new("bash")
             .args(["-euo", "pipefail", "-c", &script])
             .env("PATH", &path)
@@ -336,14 +342,29 @@ fn the_quickstart_x86_story_is_the_end_to_end_test() {
             "edgeplan plan --format script > build.sh",
             "\"$EDGEPLAN\" plan \"${HOST[@]}\" --format script >\"$WORK/build.sh\"",
         ),
-        ("EDGEPLAN_CALIBRATION=", "EDGEPLAN_CALIBRATION=\"$WORK/calib.txt\""),
-        ("EDGEPLAN_SERVE_ARGS=\"--host 127.0.0.1 --port", "EDGEPLAN_SERVE_ARGS=\"--host 127.0.0.1 --port"),
-        (" bash build.sh ", "run_script \"gptq ($kernel)\" \"$WORK/build.sh\""),
+        (
+            "EDGEPLAN_CALIBRATION=",
+            "EDGEPLAN_CALIBRATION=\"$WORK/calib.txt\"",
+        ),
+        (
+            "EDGEPLAN_SERVE_ARGS=\"--host 127.0.0.1 --port",
+            "EDGEPLAN_SERVE_ARGS=\"--host 127.0.0.1 --port",
+        ),
+        (
+            " bash build.sh ",
+            "run_script \"gptq ($kernel)\" \"$WORK/build.sh\"",
+        ),
         ("/v1/models", "/v1/models"),
         ("/v1/completions", "/v1/completions"),
-        ("Using CPUWNA16LinearKernel for", "'Using CPUWNA16LinearKernel for'"),
+        (
+            "Using CPUWNA16LinearKernel for",
+            "'Using CPUWNA16LinearKernel for'",
+        ),
     ] {
-        assert!(story.contains(in_doc), "quickstart story 1 lacks {in_doc:?}");
+        assert!(
+            story.contains(in_doc),
+            "quickstart story 1 lacks {in_doc:?}"
+        );
         assert!(e2e.contains(in_e2e), "e2e_plan.sh lacks {in_e2e:?}");
     }
     assert!(story.contains("CI runs this story"), "{story}");
@@ -452,13 +473,22 @@ fn the_ci_recipe_installs_from_what_it_checks_out() {
         .collect();
     let installs: Vec<&str> = yaml
         .lines()
-        .filter_map(|l| l.split_once("cargo install --locked --path ").map(|(_, p)| p.trim()))
+        .filter_map(|l| {
+            l.split_once("cargo install --locked --path ")
+                .map(|(_, p)| p.trim())
+        })
         .collect();
     assert_eq!(installs.len(), 1, "{yaml}");
     for path in installs {
-        assert!(checked_out.contains(&path), "installs --path {path}, checked out {checked_out:?}");
+        assert!(
+            checked_out.contains(&path),
+            "installs --path {path}, checked out {checked_out:?}"
+        );
     }
-    assert!(yaml.matches("uses: actions/checkout@").count() >= 2, "{yaml}");
+    assert!(
+        yaml.matches("uses: actions/checkout@").count() >= 2,
+        "{yaml}"
+    );
 }
 
 /// `EDGEPLAN_VERIFIED` is documented with the values `plan --format env` prints.
@@ -479,7 +509,10 @@ fn edgeplan_verified_is_documented_with_the_values_it_takes() {
             .output()
             .unwrap();
         let text = String::from_utf8(out.stdout).unwrap();
-        if let Some(v) = text.lines().find_map(|l| l.strip_prefix("EDGEPLAN_VERIFIED=")) {
+        if let Some(v) = text
+            .lines()
+            .find_map(|l| l.strip_prefix("EDGEPLAN_VERIFIED="))
+        {
             seen.insert(v.to_string());
         }
     }
