@@ -310,14 +310,36 @@ fn completions(shell: ShellArg) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// The man page (roff) for edgeplan and its subcommands, from the clap definition.
+/// The man page (roff) for edgeplan and its subcommands, from the clap definition: one
+/// page, each subcommand a section of it (so it names no `edgeplan-NAME(1)` page), then
+/// EXIT STATUS, EXAMPLES and SEE ALSO.
 fn man_page() -> anyhow::Result<String> {
     use clap::CommandFactory;
     let command = Cli::command();
+    let man = clap_mangen::Man::new(command.clone());
     let mut out = Vec::new();
-    clap_mangen::Man::new(command.clone()).render(&mut out)?;
+    man.render_title(&mut out)?;
+    man.render_name_section(&mut out)?;
+    man.render_synopsis_section(&mut out)?;
+    man.render_description_section(&mut out)?;
+    man.render_options_section(&mut out)?;
+    let subs: Vec<&clap::Command> = command
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set())
+        .collect();
+    out.extend_from_slice(b".SH COMMANDS\n");
+    for sub in &subs {
+        let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+        let line = format!(
+            ".TP\n\\fBedgeplan {}\\fR\n{}. See EDGEPLAN {} below.\n",
+            sub.get_name(),
+            roff_text(about.trim_end_matches('.')),
+            sub.get_name().to_uppercase()
+        );
+        out.extend_from_slice(line.as_bytes());
+    }
     // One section per subcommand: its synopsis, description and options.
-    for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+    for sub in subs {
         let name = sub.get_name().to_string();
         let sub = sub.clone().bin_name(format!("edgeplan {name}"));
         out.extend_from_slice(format!(".SH \"EDGEPLAN {}\"\n", name.to_uppercase()).as_bytes());
@@ -326,7 +348,102 @@ fn man_page() -> anyhow::Result<String> {
         man.render_description_section(&mut out)?;
         man.render_options_section(&mut out)?;
     }
+    out.extend_from_slice(man_tail().as_bytes());
+    man.render_version_section(&mut out)?;
     Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// The exit codes, as README.md's table gives them (tests/cli.rs checks that the two
+/// list the same codes, and every [`Exit`](crate::error::Exit) code).
+const EXIT_STATUS: &[(crate::error::Exit, &str)] = {
+    use crate::error::Exit;
+    &[
+        (Exit::Success, "success"),
+        (
+            Exit::CheckFailed,
+            "a check did not hold: plan --expect mismatch, a failed check case, bench --strict contradicting the plan",
+        ),
+        (Exit::Usage, "bad usage"),
+        (
+            Exit::DoesNotFit,
+            "plan --model: the model does not fit at the requested context and concurrency (env and args print nothing); bench: the run does not fit in the memory budget",
+        ),
+        (
+            Exit::DataErr,
+            "bad input data: a malformed or unsupported profile, manifest, catalog or model config; a path name the catalog does not define",
+        ),
+        (
+            Exit::NoInput,
+            "an input file or sysroot does not exist (or a directory is given where a file belongs)",
+        ),
+        (
+            Exit::Unavailable,
+            "bench --engine: the engine (vLLM in the given Python, llama-bench) is not installed or failed",
+        ),
+        (Exit::Software, "internal error"),
+        (Exit::IoErr, "I/O error while reading or writing"),
+    ]
+};
+
+/// The man page's examples: (what it does, the command). Each command is also one of
+/// README.md's examples, which the tests run (tests/cli.rs checks it is there).
+const MAN_EXAMPLES: &[(&str, &str)] = &[
+    (
+        "What would a Sapphire Rapids server run, and why?",
+        "edgeplan plan --profile fixtures/profiles/x86-spr-amx.json --explain",
+    ),
+    (
+        "The build script for that server: GPTQModel 4-bit, then vLLM with the plan's env and flags.",
+        "edgeplan plan --profile fixtures/profiles/x86-spr-amx.json --format script > build.sh",
+    ),
+    (
+        "A Raspberry Pi 5 runs llama.cpp: which GGUF file, and llama-server's flags.",
+        "edgeplan plan --engine llama.cpp --profile fixtures/profiles/arm64-rpi5.json --format args",
+    ),
+    (
+        "CI: every fixture profile plans as expected, at both priorities.",
+        "edgeplan check fixtures/expect.toml",
+    ),
+    (
+        "Does Qwen3-1.7B fit at 32k tokens in an 8 GiB container?",
+        "edgeplan plan --profile fixtures/profiles/x86-container-cgroup2.json --model qwen3-1.7b --context 32768",
+    ),
+    ("Confirm the plan on this host.", "edgeplan bench --quick"),
+];
+
+/// EXIT STATUS, EXAMPLES and SEE ALSO, in roff.
+fn man_tail() -> String {
+    let mut out = String::from(".SH \"EXIT STATUS\"\n");
+    for (exit, meaning) in EXIT_STATUS {
+        out.push_str(&format!(
+            ".TP\n\\fB{}\\fR\n{}\n",
+            exit.code(),
+            roff_text(meaning)
+        ));
+    }
+    out.push_str(".SH EXAMPLES\n");
+    for (what, command) in MAN_EXAMPLES {
+        out.push_str(&format!(
+            ".PP\n{}\n.PP\n.RS 4\n.nf\n{}\n.fi\n.RE\n",
+            roff_text(what),
+            roff_text(command)
+        ));
+    }
+    out.push_str(
+        ".SH \"SEE ALSO\"\nREADME.md and docs/quickstart.md in the edgeplan source tree: \
+         three devices from probe to a served model.\n",
+    );
+    out
+}
+
+/// `text` as roff body text: backslashes and hyphens escaped, no line starting with a
+/// control character.
+fn roff_text(text: &str) -> String {
+    let escaped = text.replace('\\', "\\e").replace('-', "\\-");
+    match escaped.chars().next() {
+        Some('.' | '\'') => format!("\\&{escaped}"),
+        _ => escaped,
+    }
 }
 
 fn probe_request(args: ProbeArgs) -> anyhow::Result<ProbeRequest> {

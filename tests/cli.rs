@@ -82,6 +82,59 @@ fn completions_and_man_page_name_every_subcommand() {
     edgeplan().args(["completions", "tcsh"]).assert().code(2);
 }
 
+/// The man page is one page: every subcommand is a section of it, so it names no
+/// `edgeplan-NAME(1)` page (none is installed); it has EXIT STATUS with README.md's
+/// codes, and EXAMPLES taken from README.md's examples (which tests/snippets.rs runs).
+#[test]
+fn the_man_page_has_exit_status_and_examples_and_names_no_missing_page() {
+    let out = edgeplan().arg("man").output().unwrap();
+    assert!(out.status.success());
+    let man = String::from_utf8(out.stdout).unwrap();
+    for section in [".SH \"EXIT STATUS\"", ".SH EXAMPLES", ".SH COMMANDS"] {
+        assert!(man.contains(section), "{section} missing");
+    }
+    for (i, _) in man.match_indices("(1)") {
+        let before = &man[man[..i].rfind(char::is_whitespace).map_or(0, |s| s + 1)..i];
+        assert!(
+            before.ends_with("edgeplan"),
+            "the man page names a page that is not installed: {before}(1)"
+        );
+    }
+    // The codes under EXIT STATUS, in order, are the README's table's.
+    let status = &man[man.find(".SH \"EXIT STATUS\"").unwrap()..];
+    let status = &status[..status[1..].find("\n.SH ").unwrap()];
+    let man_codes: Vec<String> = status
+        .lines()
+        .filter_map(|l| l.strip_prefix("\\fB")?.strip_suffix("\\fR"))
+        .map(str::to_string)
+        .collect();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let table = &readme[readme.find("## Exit codes").unwrap()..];
+    let readme_codes: Vec<String> = table
+        .lines()
+        .skip_while(|l| !l.starts_with("| ---"))
+        .skip(1)
+        .take_while(|l| l.starts_with("| "))
+        .map(|l| l.split('|').nth(1).unwrap().trim().to_string())
+        .collect();
+    assert_eq!(man_codes, readme_codes);
+    assert_eq!(readme_codes.join(" "), "0 1 2 3 65 66 69 70 74");
+    // Every example is one of the README's (roff escapes undone).
+    let examples = &man[man.find(".SH EXAMPLES").unwrap()..];
+    let readme = readme.replace("cargo run --release -- ", "edgeplan ");
+    let mut count = 0;
+    for line in examples.lines().filter(|l| l.starts_with("edgeplan ")) {
+        let line = line.replace("\\-", "-").replace("\\e", "\\");
+        assert!(
+            readme.lines().any(|l| l.trim() == line),
+            "not in README.md: {line}"
+        );
+        count += 1;
+    }
+    assert!(count >= 4, "{examples}");
+}
+
 #[test]
 fn the_bash_completion_script_loads_in_bash() {
     let out = edgeplan().args(["completions", "bash"]).output().unwrap();

@@ -244,6 +244,7 @@ fn sh_example_lines() -> Vec<(String, String)> {
         "docs/weight-paths.md",
         "docs/memory.md",
         "docs/llama-cpp.md",
+        "docs/quickstart.md",
     ] {
         let text = std::fs::read_to_string(root.join(doc)).unwrap();
         let mut in_sh = false;
@@ -290,14 +291,20 @@ fn every_edgeplan_line_of_the_sh_examples_runs_as_written_on_a_fresh_account() {
         std::env::var("PATH").unwrap_or_default()
     );
     for (doc, line) in lines {
-        // What a redirect wrote must not be empty; zsh's $fpath is given one entry.
+        // What a redirect wrote must not be empty, and must be under the home or the
+        // current directory: a pasted install line never writes to `/` (an unset
+        // shell variable such as zsh's `${fpath[1]}` in bash would make it `/_edgeplan`).
         let check = match line.rsplit_once(" > ") {
-            Some((_, target)) => format!(" && test -s {target}"),
+            Some((_, target)) => {
+                assert!(
+                    target.starts_with("~/") || !target.contains(['/', '$']) && !target.is_empty(),
+                    "{doc}: `{line}` writes outside ~ and the current directory"
+                );
+                format!(" && test -s {target}")
+            }
             None => String::new(),
         };
-        let script = format!(
-            "fpath=(\"$HOME/zsh-functions\" \"$HOME/zsh-functions\"); mkdir -p \"$HOME/zsh-functions\"\n{line}{check}"
-        );
+        let script = format!("{line}{check}");
         let out = std::process::Command::new("bash")
             .args(["-euo", "pipefail", "-c", &script])
             .env("PATH", &path)
@@ -318,4 +325,199 @@ fn every_edgeplan_line_of_the_sh_examples_runs_as_written_on_a_fresh_account() {
     }
     let script = std::fs::read_to_string(work.join("build.sh")).unwrap();
     assert!(script.starts_with("#!/usr/bin/env bash\n"), "{script}");
+}
+
+/// docs/quickstart.md's x86 story is what the end-to-end test runs for real
+/// (scripts/engines/e2e_plan.sh, from tests/engine_vllm.rs): the plan's script for this
+/// host, run with a calibration file and serve flags, then `/v1/models` and
+/// `/v1/completions`. A change to either side must be made to both.
+#[test]
+fn the_quickstart_x86_story_is_the_end_to_end_test() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/quickstart.md")).unwrap();
+    let story = &doc[doc.find("## 1. ").unwrap()..doc.find("## 2. ").unwrap()];
+    let e2e = std::fs::read_to_string(root.join("scripts/engines/e2e_plan.sh")).unwrap();
+    for (in_doc, in_e2e) in [
+        (
+            "edgeplan plan --format script > build.sh",
+            "\"$EDGEPLAN\" plan \"${HOST[@]}\" --format script >\"$WORK/build.sh\"",
+        ),
+        (
+            "EDGEPLAN_CALIBRATION=",
+            "EDGEPLAN_CALIBRATION=\"$WORK/calib.txt\"",
+        ),
+        (
+            "EDGEPLAN_SERVE_ARGS=\"--host 127.0.0.1 --port",
+            "EDGEPLAN_SERVE_ARGS=\"--host 127.0.0.1 --port",
+        ),
+        (
+            " bash build.sh ",
+            "run_script \"gptq ($kernel)\" \"$WORK/build.sh\"",
+        ),
+        ("/v1/models", "/v1/models"),
+        ("/v1/completions", "/v1/completions"),
+        (
+            "Using CPUWNA16LinearKernel for",
+            "'Using CPUWNA16LinearKernel for'",
+        ),
+    ] {
+        assert!(
+            story.contains(in_doc),
+            "quickstart story 1 lacks {in_doc:?}"
+        );
+        assert!(e2e.contains(in_e2e), "e2e_plan.sh lacks {in_e2e:?}");
+    }
+    assert!(story.contains("CI runs this story"), "{story}");
+}
+
+/// Every Markdown file of the README and docs/ (docs/lab/ too).
+fn markdown_files() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md")];
+    let mut dirs = vec![root.join("docs")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The anchors of a Markdown file's headings (outside code blocks).
+fn anchors(text: &str) -> Vec<String> {
+    let mut fenced = false;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced && line.starts_with('#') {
+            out.push(anchor(line.trim_start_matches('#')));
+        }
+    }
+    out
+}
+
+/// The relative link targets `](target)` of a Markdown text.
+fn relative_links(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, _) in text.match_indices("](") {
+        let rest = &text[i + 2..];
+        let Some(end) = rest.find(')') else { continue };
+        let target = &rest[..end];
+        if !target.contains("://") && !target.starts_with("mailto:") && !target.contains(' ') {
+            out.push(target.to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn every_relative_link_in_the_docs_reaches_a_file_and_heading() {
+    let files = markdown_files();
+    assert!(files.len() > 10, "{files:?}");
+    let mut dead = Vec::new();
+    let mut count = 0;
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for link in relative_links(&text) {
+            count += 1;
+            let (path, fragment) = link.split_once('#').unwrap_or((&link, ""));
+            let target = if path.is_empty() {
+                file.clone()
+            } else {
+                file.parent().unwrap().join(path)
+            };
+            if !target.exists() {
+                dead.push(format!("{}: {link}", file.display()));
+            } else if !fragment.is_empty() && target.extension().is_some_and(|e| e == "md") {
+                let heads = anchors(&std::fs::read_to_string(&target).unwrap());
+                if !heads.iter().any(|h| h == fragment) {
+                    dead.push(format!("{}: {link} (no such heading)", file.display()));
+                }
+            }
+        }
+    }
+    assert!(count > 20, "only {count} links found");
+    assert!(dead.is_empty(), "dead links:\n{}", dead.join("\n"));
+}
+
+/// docs/integrations.md's workflow installs edgeplan from a directory one of its
+/// `actions/checkout` steps fills (`path:`), never from a path nothing checks out.
+#[test]
+fn the_ci_recipe_installs_from_what_it_checks_out() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/integrations.md")).unwrap();
+    let yaml = &doc[doc.find("<!-- test: ci -->").unwrap()..];
+    let yaml = &yaml[yaml.find("```yaml").unwrap() + 7..];
+    let yaml = &yaml[..yaml.find("```").unwrap()];
+    let checked_out: Vec<&str> = yaml
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("path: "))
+        .collect();
+    let installs: Vec<&str> = yaml
+        .lines()
+        .filter_map(|l| {
+            l.split_once("cargo install --locked --path ")
+                .map(|(_, p)| p.trim())
+        })
+        .collect();
+    assert_eq!(installs.len(), 1, "{yaml}");
+    for path in installs {
+        assert!(
+            checked_out.contains(&path),
+            "installs --path {path}, checked out {checked_out:?}"
+        );
+    }
+    assert!(
+        yaml.matches("uses: actions/checkout@").count() >= 2,
+        "{yaml}"
+    );
+}
+
+/// `EDGEPLAN_VERIFIED` is documented with the values `plan --format env` prints.
+#[test]
+fn edgeplan_verified_is_documented_with_the_values_it_takes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/weight-paths.md")).unwrap();
+    let row = doc
+        .lines()
+        .find(|l| l.starts_with("| `EDGEPLAN_VERIFIED` |"))
+        .expect("EDGEPLAN_VERIFIED row in docs/weight-paths.md");
+    let mut seen = std::collections::BTreeSet::new();
+    for profile in std::fs::read_dir(fixture("profiles")).unwrap() {
+        let profile = profile.unwrap().path();
+        let out = crate::util::edgeplan()
+            .args(["plan", "--format", "env", "--profile"])
+            .arg(&profile)
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        if let Some(v) = text
+            .lines()
+            .find_map(|l| l.strip_prefix("EDGEPLAN_VERIFIED="))
+        {
+            seen.insert(v.to_string());
+        }
+    }
+    assert!(seen.len() >= 2, "{seen:?}");
+    for value in &seen {
+        assert!(row.contains(&format!("`{value}`")), "{value} not in: {row}");
+    }
 }
