@@ -24,6 +24,7 @@ mod measured_choice;
 pub mod memory;
 pub mod memory_hybrid;
 pub mod memory_llama_cpp;
+mod notes;
 #[cfg(test)]
 mod odd_inputs;
 pub mod render;
