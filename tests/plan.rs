@@ -188,11 +188,24 @@ fn measured_only_with_a_figure_the_plan_shows() {
         for priority in ["speed", "fidelity"] {
             for engine in ["vllm", "llama.cpp"] {
                 let out = edgeplan()
-                    .args(["plan", "--format", "json", "--engine", engine, "--priority", priority, "--profile"])
+                    .args([
+                        "plan",
+                        "--format",
+                        "json",
+                        "--engine",
+                        engine,
+                        "--priority",
+                        priority,
+                        "--profile",
+                    ])
                     .arg(&path)
                     .output()
                     .unwrap();
-                assert!(out.status.success(), "{path:?}: {}", String::from_utf8_lossy(&out.stderr));
+                assert!(
+                    out.status.success(),
+                    "{path:?}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
                 let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
                 if plan["path"]["verified"] != "measured" {
                     continue;
@@ -201,20 +214,27 @@ fn measured_only_with_a_figure_the_plan_shows() {
                 let notes: Vec<NoteJson> =
                     serde_json::from_value(plan["path"]["notes"].clone()).unwrap();
                 let shown = notes.iter().any(|n| {
-                    let class = n.measured_on.as_deref().is_some_and(|m| {
-                        !["any", "this_device"].contains(&m)
-                    });
+                    let class = n
+                        .measured_on
+                        .as_deref()
+                        .is_some_and(|m| !["any", "this_device"].contains(&m));
                     class
                         && n.label.is_none()
                         && n.hardware.is_some()
                         && n.text.chars().any(|c| c.is_ascii_digit())
                 });
                 let bench = plan["measured"]["confirms_plan"] == true;
-                assert!(shown || bench, "{path:?} {priority} {engine}: measured without a figure: {plan:#}");
+                assert!(
+                    shown || bench,
+                    "{path:?} {priority} {engine}: measured without a figure: {plan:#}"
+                );
             }
         }
     }
-    assert!(measured > 0, "some fixture plan is measured (the AMX host, the NPU phone)");
+    assert!(
+        measured > 0,
+        "some fixture plan is measured (the AMX host, the NPU phone)"
+    );
 }
 
 /// A Raspberry Pi 5 (Cortex-A76, no bf16) gets W4A16, whose activations stay bf16:
@@ -236,13 +256,29 @@ fn a_cpu_without_bf16_gets_the_caveat() {
     // The x86 figures are labelled with where they were measured.
     assert!(notes.contains("[measured on x86_cpu: Intel Xeon Platinum 8480C, 24 threads] "));
     let json = plan_json("arm64-rpi5", "fidelity");
-    assert_eq!(json.path.notes[0].measured_on.as_deref(), Some("this_device"));
+    assert_eq!(
+        json.path.notes[0].measured_on.as_deref(),
+        Some("this_device")
+    );
     // A Graviton3 reports bf16: no caveat.
     let graviton = plan_json("arm64-graviton3", "speed");
-    assert!(!graviton.path.notes.iter().any(|n| n.text.contains("no bf16 instructions")));
+    assert!(
+        !graviton
+            .path
+            .notes
+            .iter()
+            .any(|n| n.text.contains("no bf16 instructions"))
+    );
     // llama.cpp's 4-bit types compute with 8-bit activations: nothing to say.
     let out = edgeplan()
-        .args(["plan", "--engine", "llama.cpp", "--format", "json", "--profile"])
+        .args([
+            "plan",
+            "--engine",
+            "llama.cpp",
+            "--format",
+            "json",
+            "--profile",
+        ])
         .arg(profile("arm64-rpi5"))
         .output()
         .unwrap();

@@ -609,10 +609,13 @@ fn checked_notes(name: &str, raw: Vec<Spanned<RawNote>>) -> Result<Vec<Note>, Pr
                 })?;
                 let hardware = n.hardware.filter(|h| !h.trim().is_empty());
                 if matches!(scope, NoteScope::Class(_)) && hardware.is_none() {
-                    return Err((at, format!(
-                        "path `{name}`: a note measured on {} must name its hardware (hardware = \"...\", or \"not stated\")",
-                        scope.as_str()
-                    )));
+                    return Err((
+                        at,
+                        format!(
+                            "path `{name}`: a note measured on {} must name its hardware (hardware = \"...\", or \"not stated\")",
+                            scope.as_str()
+                        ),
+                    ));
                 }
                 Note {
                     text: n.text,
@@ -934,7 +937,11 @@ mod tests {
         );
         // Every builtin note says where it holds; every class note names its machine.
         for p in c.paths() {
-            for n in p.notes.iter().chain(p.by_class.values().flat_map(|t| &t.notes)) {
+            for n in p
+                .notes
+                .iter()
+                .chain(p.by_class.values().flat_map(|t| &t.notes))
+            {
                 assert!(n.measured_on.is_some(), "{}: {}", p.name, n.text);
                 if matches!(n.measured_on, Some(NoteScope::Class(_))) {
                     assert!(n.hardware.is_some(), "{}: {}", p.name, n.text);
@@ -951,7 +958,10 @@ mod tests {
         let c = Catalog::parse(&old, "old.toml").unwrap();
         let bf16 = c.path(PathId::Bf16);
         assert_eq!(bf16.notes[0].measured_on, None);
-        assert_eq!(bf16.notes[0].text, "16 bits per weight: no quantization, no groups.");
+        assert_eq!(
+            bf16.notes[0].text,
+            "16 bits per weight: no quantization, no groups."
+        );
     }
 
     #[test]
@@ -962,21 +972,47 @@ mod tests {
             "\n    { measured_on = \"xeon\"",
             1,
         );
-        let want = bad_scope.lines().position(|l| l.contains("\"xeon\"")).unwrap() + 1;
+        let want = bad_scope
+            .lines()
+            .position(|l| l.contains("\"xeon\""))
+            .unwrap()
+            + 1;
         let msg = err_of(&bad_scope);
-        assert!(msg.starts_with(&format!("c.toml:{want}: bad catalog")), "{msg}");
-        assert!(msg.contains("measured_on `xeon` is not a hardware class"), "{msg}");
+        assert!(
+            msg.starts_with(&format!("c.toml:{want}: bad catalog")),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("measured_on `xeon` is not a hardware class"),
+            "{msg}"
+        );
         let no_hw = BUILTIN.replacen(
             "measured_on = \"npu_phone\", hardware = \"the study's phone, a Qualcomm Hexagon NPU (model not stated)\", ",
             "measured_on = \"npu_phone\", ",
             1,
         );
         assert_ne!(no_hw, BUILTIN);
-        assert!(err_of(&no_hw).contains("must name its hardware"), "{}", err_of(&no_hw));
-        let unknown = BUILTIN.replacen("measured_on = \"any\",", "measured_on = \"any\", where = \"lab\",", 1);
+        assert!(
+            err_of(&no_hw).contains("must name its hardware"),
+            "{}",
+            err_of(&no_hw)
+        );
+        let unknown = BUILTIN.replacen(
+            "measured_on = \"any\",",
+            "measured_on = \"any\", where = \"lab\",",
+            1,
+        );
         assert!(err_of(&unknown).contains("where"), "{}", err_of(&unknown));
-        let empty = BUILTIN.replacen("text = \"16 bits per weight: no quantization, no groups.\"", "text = \" \"", 1);
-        assert!(err_of(&empty).contains("a note is empty"), "{}", err_of(&empty));
+        let empty = BUILTIN.replacen(
+            "text = \"16 bits per weight: no quantization, no groups.\"",
+            "text = \" \"",
+            1,
+        );
+        assert!(
+            err_of(&empty).contains("a note is empty"),
+            "{}",
+            err_of(&empty)
+        );
         assert!(err_of(&BUILTIN.replacen("notes = [", "notes = [ 3,", 1)).contains("a note"));
     }
 

@@ -56,7 +56,8 @@ fn plan_note(note: &Note, route: HardwareClass) -> PlanNote {
 /// `verified: measured` plan points the user at.
 pub(super) fn figure_on(notes: &[PlanNote], route: HardwareClass) -> Option<&PlanNote> {
     notes.iter().find(|n| {
-        n.measured_on.as_deref() == Some(route.as_str()) && n.text.chars().any(|c| c.is_ascii_digit())
+        n.measured_on.as_deref() == Some(route.as_str())
+            && n.text.chars().any(|c| c.is_ascii_digit())
     })
 }
 
@@ -155,8 +156,14 @@ mod tests {
             assert!(label.starts_with("measured on x86_cpu: "), "{label}");
             assert!(n.shown().starts_with(&format!("[{label}] ")));
         }
-        assert!(arm.iter().any(|n| n.label.as_deref().is_some_and(|l| l.contains("8480C"))));
-        assert!(arm.iter().any(|n| n.label.as_deref().is_some_and(|l| l.contains("Zen 5"))));
+        assert!(
+            arm.iter()
+                .any(|n| n.label.as_deref().is_some_and(|l| l.contains("8480C")))
+        );
+        assert!(
+            arm.iter()
+                .any(|n| n.label.as_deref().is_some_and(|l| l.contains("Zen 5")))
+        );
         // On x86 the same figures are the plan's own: first and unlabelled.
         let x86 = ordered(spec, HardwareClass::X86Cpu);
         assert_eq!(x86[0].measured_on.as_deref(), Some("x86_cpu"));

@@ -108,7 +108,9 @@ pub fn decide_with(
         )));
     }
     notes.extend(cpu_caveats(profile, route, &origin, &mut trace));
-    notes.extend(notes::bf16_caveat(profile, route, spec, &origin, &mut trace));
+    notes.extend(notes::bf16_caveat(
+        profile, route, spec, &origin, &mut trace,
+    ));
     notes.extend(notes::ordered(spec, route));
     let (verified, verified_basis) =
         verification(profile, route, chosen, spec.verified_for(route), &notes);
@@ -990,7 +992,11 @@ mod tests {
         let with_figure = Catalog::parse(&text, "t").unwrap();
         let gpu = decide(&p, Priority::Speed, &with_figure);
         assert_eq!(gpu.path.verified, Verified::Measured);
-        assert!(gpu.path.verified_basis.contains("NVIDIA H100"), "{}", gpu.path.verified_basis);
+        assert!(
+            gpu.path.verified_basis.contains("NVIDIA H100"),
+            "{}",
+            gpu.path.verified_basis
+        );
         assert!(gpu.path.notes[0].text.contains("200 tok/s"));
         p.hardware_class = HardwareClass::Arm64Cpu;
         let arm = decide(&p, Priority::Speed, &c);
