@@ -137,7 +137,12 @@ proptest! {
         prop_assert!(!line.chars().any(crate::sanitize::is_unsafe), "{line:?}");
         let mut plan = sample_plan(&label);
         plan.path.rationale = note.clone();
-        plan.path.notes.push(note.clone());
+        plan.path.notes.push(crate::plan::schema::PlanNote {
+            text: note.clone(),
+            measured_on: None,
+            hardware: Some(label.clone()),
+            label: Some(label.clone()),
+        });
         let (mut one, mut many) = (Vec::new(), Vec::new());
         let mut out = crate::output::Terminal::new(&mut one);
         crate::plan::render::table_one(&mut out, &plan, true).unwrap();

@@ -34,7 +34,15 @@ struct PathJson {
     verified_basis: String,
     rationale: String,
     build_with: Option<String>,
-    notes: Vec<String>,
+    notes: Vec<NoteJson>,
+}
+
+#[derive(Debug, Deserialize)]
+struct NoteJson {
+    text: String,
+    measured_on: Option<String>,
+    hardware: Option<String>,
+    label: Option<String>,
 }
 
 fn profile(name: &str) -> PathBuf {
@@ -129,13 +137,13 @@ fn json_plan_has_the_contract_keys_and_the_table_values() {
         p.path
             .notes
             .iter()
-            .any(|n| n.contains("86.6") && n.contains("Xeon 8480C"))
+            .any(|n| n.text.contains("86.6") && n.text.contains("Xeon 8480C"))
     );
     assert!(
         p.path
             .notes
             .iter()
-            .any(|n| n.contains("84.5") && n.contains("different run"))
+            .any(|n| n.text.contains("84.5") && n.text.contains("different run"))
     );
     assert!(!p.explain.is_empty() && p.alternatives.len() >= 3);
 
@@ -150,7 +158,7 @@ fn json_plan_has_the_contract_keys_and_the_table_values() {
         npu.path
             .notes
             .iter()
-            .any(|n| n.contains("36.9 dB") && n.contains("5.1 dB"))
+            .any(|n| n.text.contains("36.9 dB") && n.text.contains("5.1 dB"))
     );
 
     let jetson = plan_json("hand-jetson-orin", "speed");
@@ -158,11 +166,123 @@ fn json_plan_has_the_contract_keys_and_the_table_values() {
         (jetson.path.name.as_str(), jetson.path.verified.as_str()),
         ("bf16", "inferred")
     );
+    // The study recorded no GPU figure, so a GPU plan does not claim a measurement.
     let t4 = plan_json("hand-cuda-t4", "speed");
     assert_eq!(
         (t4.path.name.as_str(), t4.path.verified.as_str()),
-        ("fp16", "measured")
+        ("fp16", "inferred")
     );
+    assert!(t4.path.verified_basis.contains("no measurement to show"));
+    assert!(!t4.path.verified_basis.contains("give the figures"));
+}
+
+/// Every fixture profile, both priorities, both engines: a plan that says `measured`
+/// shows a figure measured on its own class (an unlabelled note with a class and a
+/// digit), or a saved bench run on this device that confirms it.
+#[test]
+fn measured_only_with_a_figure_the_plan_shows() {
+    let dir = fixture("profiles");
+    let mut measured = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        for priority in ["speed", "fidelity"] {
+            for engine in ["vllm", "llama.cpp"] {
+                let out = edgeplan()
+                    .args([
+                        "plan",
+                        "--format",
+                        "json",
+                        "--engine",
+                        engine,
+                        "--priority",
+                        priority,
+                        "--profile",
+                    ])
+                    .arg(&path)
+                    .output()
+                    .unwrap();
+                assert!(
+                    out.status.success(),
+                    "{path:?}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+                if plan["path"]["verified"] != "measured" {
+                    continue;
+                }
+                measured += 1;
+                let notes: Vec<NoteJson> =
+                    serde_json::from_value(plan["path"]["notes"].clone()).unwrap();
+                let shown = notes.iter().any(|n| {
+                    let class = n
+                        .measured_on
+                        .as_deref()
+                        .is_some_and(|m| !["any", "this_device"].contains(&m));
+                    class
+                        && n.label.is_none()
+                        && n.hardware.is_some()
+                        && n.text.chars().any(|c| c.is_ascii_digit())
+                });
+                let bench = plan["measured"]["confirms_plan"] == true;
+                assert!(
+                    shown || bench,
+                    "{path:?} {priority} {engine}: measured without a figure: {plan:#}"
+                );
+            }
+        }
+    }
+    assert!(
+        measured > 0,
+        "some fixture plan is measured (the AMX host, the NPU phone)"
+    );
+}
+
+/// A Raspberry Pi 5 (Cortex-A76, no bf16) gets W4A16, whose activations stay bf16:
+/// the default table says what vLLM does there, first among the notes.
+#[test]
+fn a_cpu_without_bf16_gets_the_caveat() {
+    let out = edgeplan()
+        .args(["plan", "--profile"])
+        .arg(profile("arm64-rpi5"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let notes = text.split("\nNotes:\n").nth(1).unwrap();
+    let first = notes.lines().next().unwrap();
+    assert!(first.contains("no bf16 instructions"), "{first}");
+    assert!(first.contains("vllm/platforms/cpu.py"), "{first}");
+    assert!(first.contains("ARM_BF16_SUPPORT"), "{first}");
+    // The x86 figures are labelled with where they were measured.
+    assert!(notes.contains("[measured on x86_cpu: Intel Xeon Platinum 8480C, 24 threads] "));
+    let json = plan_json("arm64-rpi5", "fidelity");
+    assert_eq!(
+        json.path.notes[0].measured_on.as_deref(),
+        Some("this_device")
+    );
+    // A Graviton3 reports bf16: no caveat.
+    let graviton = plan_json("arm64-graviton3", "speed");
+    assert!(
+        !graviton
+            .path
+            .notes
+            .iter()
+            .any(|n| n.text.contains("no bf16 instructions"))
+    );
+    // llama.cpp's 4-bit types compute with 8-bit activations: nothing to say.
+    let out = edgeplan()
+        .args([
+            "plan",
+            "--engine",
+            "llama.cpp",
+            "--format",
+            "json",
+            "--profile",
+        ])
+        .arg(profile("arm64-rpi5"))
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("no bf16 instructions"));
 }
 
 #[test]

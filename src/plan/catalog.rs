@@ -211,18 +211,47 @@ pub struct PathSpec {
     /// The `edgeplan bench` path that measures this path (`w4a8` for `w4a8-amx`), if any.
     pub bench_path: Option<String>,
     pub rationale: String,
-    pub notes: Vec<String>,
+    pub notes: Vec<Note>,
     pub by_class: BTreeMap<HardwareClass, ClassText>,
 }
 
-/// Per-class text: a rationale that replaces the path's, notes appended to its own.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// Per-class text: a rationale that replaces the path's, and notes shown only to plans
+/// for that class (first, with the notes measured on it).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClassText {
-    #[serde(default)]
     pub rationale: Option<String>,
-    #[serde(default)]
-    pub notes: Vec<String>,
+    pub notes: Vec<Note>,
+}
+
+/// One note of a path: its text and where its figures were measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Note {
+    pub text: String,
+    /// `None` for a plain-string note, which does not say (catalogs written before
+    /// notes carried their hardware).
+    pub measured_on: Option<NoteScope>,
+    /// The machine the figures came from (`Intel Xeon Platinum 8480C, 24 threads`).
+    pub hardware: Option<String>,
+}
+
+/// Where a note holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoteScope {
+    /// Measured on hardware of this class.
+    Class(HardwareClass),
+    /// Holds on any hardware: a fact about the format or the engine's source, or a
+    /// figure that does not depend on the device (a file size, a perplexity).
+    Any,
+}
+
+impl NoteScope {
+    /// The catalog's and the plan's spelling: a class name or `any`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoteScope::Class(class) => class.as_str(),
+            NoteScope::Any => "any",
+        }
+    }
 }
 
 impl PathSpec {
@@ -239,13 +268,12 @@ impl PathSpec {
             .unwrap_or(&self.rationale)
     }
 
-    /// The path's notes followed by any for `class`.
-    pub fn notes_for(&self, class: HardwareClass) -> Vec<String> {
-        let mut notes = self.notes.clone();
-        if let Some(extra) = self.by_class.get(&class) {
-            notes.extend(extra.notes.iter().cloned());
-        }
-        notes
+    /// The notes `class` gets from the catalog: the path's own, then any for `class`
+    /// alone (the plan orders and labels them: `notes.rs`).
+    pub fn class_notes(&self, class: HardwareClass) -> &[Note] {
+        self.by_class
+            .get(&class)
+            .map_or(&[][..], |t| t.notes.as_slice())
     }
 }
 
@@ -462,9 +490,54 @@ struct RawPath {
     bench_path: Option<String>,
     rationale: Spanned<String>,
     #[serde(default)]
-    notes: Vec<String>,
+    notes: Vec<Spanned<RawNote>>,
     #[serde(default)]
-    by_class: BTreeMap<HardwareClass, ClassText>,
+    by_class: BTreeMap<HardwareClass, RawClassText>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawClassText {
+    #[serde(default)]
+    rationale: Option<String>,
+    #[serde(default)]
+    notes: Vec<Spanned<RawNote>>,
+}
+
+/// A note as written: a plain string (where it was measured unsaid), or a table
+/// `{ text, measured_on, hardware }`.
+enum RawNote {
+    Plain(String),
+    Labelled(RawLabelledNote),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLabelledNote {
+    text: String,
+    measured_on: String,
+    #[serde(default)]
+    hardware: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for RawNote {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = RawNote;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a note: a string, or { text, measured_on, hardware }")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RawNote, E> {
+                Ok(RawNote::Plain(v.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<RawNote, A::Error> {
+                let de = serde::de::value::MapAccessDeserializer::new(map);
+                RawLabelledNote::deserialize(de).map(RawNote::Labelled)
+            }
+        }
+        d.deserialize_any(Visit)
+    }
 }
 
 /// A semantic error: the byte offset of the bad value (when known) and what is wrong.
@@ -480,6 +553,13 @@ impl RawPath {
         let group_size = checked_group_size(&name, self.group_size.as_ref())?;
         check_bits_per_weight(&name, self.bits_per_weight.as_ref())?;
         check_texts(&name, &self.rationale, self.build_with.as_ref())?;
+        let notes = checked_notes(&name, self.notes)?;
+        let mut by_class = BTreeMap::new();
+        for (class, text) in self.by_class {
+            let notes = checked_notes(&name, text.notes)?;
+            let rationale = text.rationale;
+            by_class.insert(class, ClassText { rationale, notes });
+        }
         Ok(PathSpec {
             name,
             aliases: self.aliases,
@@ -499,10 +579,68 @@ impl RawPath {
             build_with: self.build_with.map(Spanned::into_inner),
             bench_path: self.bench_path,
             rationale: self.rationale.into_inner().trim().to_string(),
-            notes: self.notes,
-            by_class: self.by_class,
+            notes,
+            by_class,
         })
     }
+}
+
+/// The notes as the planner uses them: text not empty; a labelled note's
+/// `measured_on` a hardware class or `any`, and a class names its `hardware`.
+fn checked_notes(name: &str, raw: Vec<Spanned<RawNote>>) -> Result<Vec<Note>, Problem> {
+    let mut notes = Vec::with_capacity(raw.len());
+    for entry in raw {
+        let at = Some(entry.span().start);
+        let note = match entry.into_inner() {
+            RawNote::Plain(text) => Note {
+                text,
+                measured_on: None,
+                hardware: None,
+            },
+            RawNote::Labelled(n) => {
+                let scope = note_scope(&n.measured_on).ok_or_else(|| {
+                    let classes: Vec<&str> =
+                        HardwareClass::ALL.iter().map(|c| c.as_str()).collect();
+                    (at, format!(
+                        "path `{name}`: a note's measured_on `{}` is not a hardware class ({}) or `any`",
+                        n.measured_on,
+                        classes.join(", ")
+                    ))
+                })?;
+                let hardware = n.hardware.filter(|h| !h.trim().is_empty());
+                if matches!(scope, NoteScope::Class(_)) && hardware.is_none() {
+                    return Err((
+                        at,
+                        format!(
+                            "path `{name}`: a note measured on {} must name its hardware (hardware = \"...\", or \"not stated\")",
+                            scope.as_str()
+                        ),
+                    ));
+                }
+                Note {
+                    text: n.text,
+                    measured_on: Some(scope),
+                    hardware,
+                }
+            }
+        };
+        if note.text.trim().is_empty() {
+            return Err((at, format!("path `{name}`: a note is empty")));
+        }
+        notes.push(note);
+    }
+    Ok(notes)
+}
+
+/// `any`, or a hardware class by name.
+fn note_scope(v: &str) -> Option<NoteScope> {
+    if v == "any" {
+        return Some(NoteScope::Any);
+    }
+    HardwareClass::ALL
+        .into_iter()
+        .find(|c| c.as_str() == v)
+        .map(NoteScope::Class)
 }
 
 /// The path's name, trimmed: lowercase letters, digits, `-` or `_`, not empty.
@@ -781,6 +919,101 @@ mod tests {
             "{}",
             err_of(&alias)
         );
+    }
+
+    #[test]
+    fn notes_carry_where_they_were_measured_and_plain_strings_still_load() {
+        let c = Catalog::builtin();
+        let amx = c.path(PathId::W4a8Amx);
+        assert!(amx.notes.iter().all(|n| n.measured_on.is_some()));
+        let first = &amx.notes[0];
+        assert_eq!(
+            first.measured_on,
+            Some(NoteScope::Class(HardwareClass::X86Cpu))
+        );
+        assert_eq!(
+            first.hardware.as_deref(),
+            Some("Intel Xeon Platinum 8480C, 24 threads")
+        );
+        // Every builtin note says where it holds; every class note names its machine.
+        for p in c.paths() {
+            for n in p
+                .notes
+                .iter()
+                .chain(p.by_class.values().flat_map(|t| &t.notes))
+            {
+                assert!(n.measured_on.is_some(), "{}: {}", p.name, n.text);
+                if matches!(n.measured_on, Some(NoteScope::Class(_))) {
+                    assert!(n.hardware.is_some(), "{}: {}", p.name, n.text);
+                }
+            }
+        }
+        // A --catalog file in the old form: plain strings, where measured unsaid.
+        let old = BUILTIN.replacen(
+            "{ measured_on = \"any\", text = \"16 bits per weight: no quantization, no groups.\" }",
+            "\"16 bits per weight: no quantization, no groups.\"",
+            1,
+        );
+        assert_ne!(old, BUILTIN);
+        let c = Catalog::parse(&old, "old.toml").unwrap();
+        let bf16 = c.path(PathId::Bf16);
+        assert_eq!(bf16.notes[0].measured_on, None);
+        assert_eq!(
+            bf16.notes[0].text,
+            "16 bits per weight: no quantization, no groups."
+        );
+    }
+
+    #[test]
+    fn a_bad_note_names_its_line() {
+        // The first data line (the header comment shows the form too).
+        let bad_scope = BUILTIN.replacen(
+            "\n    { measured_on = \"x86_cpu\"",
+            "\n    { measured_on = \"xeon\"",
+            1,
+        );
+        let want = bad_scope
+            .lines()
+            .position(|l| l.contains("\"xeon\""))
+            .unwrap()
+            + 1;
+        let msg = err_of(&bad_scope);
+        assert!(
+            msg.starts_with(&format!("c.toml:{want}: bad catalog")),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("measured_on `xeon` is not a hardware class"),
+            "{msg}"
+        );
+        let no_hw = BUILTIN.replacen(
+            "measured_on = \"npu_phone\", hardware = \"the study's phone, a Qualcomm Hexagon NPU (model not stated)\", ",
+            "measured_on = \"npu_phone\", ",
+            1,
+        );
+        assert_ne!(no_hw, BUILTIN);
+        assert!(
+            err_of(&no_hw).contains("must name its hardware"),
+            "{}",
+            err_of(&no_hw)
+        );
+        let unknown = BUILTIN.replacen(
+            "measured_on = \"any\",",
+            "measured_on = \"any\", where = \"lab\",",
+            1,
+        );
+        assert!(err_of(&unknown).contains("where"), "{}", err_of(&unknown));
+        let empty = BUILTIN.replacen(
+            "text = \"16 bits per weight: no quantization, no groups.\"",
+            "text = \" \"",
+            1,
+        );
+        assert!(
+            err_of(&empty).contains("a note is empty"),
+            "{}",
+            err_of(&empty)
+        );
+        assert!(err_of(&BUILTIN.replacen("notes = [", "notes = [ 3,", 1)).contains("a note"));
     }
 
     #[test]

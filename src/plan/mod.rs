@@ -3,7 +3,8 @@
 //! The pipeline (driven by `commands::plan`): load the catalog (`catalog.rs`: built-in,
 //! or `--catalog FILE`), get the profiles (`input.rs`: files, stdin, directories, JSON
 //! Lines; the command probes for `--sysroot` and the live host), decide each one
-//! (`rules.rs`, pure, into an engine-neutral deployment), render them (`render.rs`; the
+//! (`rules.rs`, pure, into an engine-neutral deployment; `notes.rs` orders and labels the
+//! path's notes by where they were measured), render them (`render.rs`; the
 //! engine's flags, env and build script come from src/engine/, which the command calls). In a fleet run a bad profile is reported on stderr and the rest are
 //! still planned; the exit code is then the first error's (65 bad data, 66 missing).
 //! `--expect` and `check` (`check.rs`) exit 1 on a mismatch. With `--model`, each plan
@@ -24,6 +25,7 @@ mod measured_choice;
 pub mod memory;
 pub mod memory_hybrid;
 pub mod memory_llama_cpp;
+mod notes;
 #[cfg(test)]
 mod odd_inputs;
 pub mod render;

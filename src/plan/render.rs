@@ -315,7 +315,7 @@ pub fn table_one(out: &mut dyn Write, plan: &Plan, explain: bool) -> anyhow::Res
     if !p.notes.is_empty() {
         writeln!(out, "\nNotes:")?;
         for note in &p.notes {
-            writeln!(out, "  - {note}")?;
+            writeln!(out, "  - {}", note.shown())?;
         }
     }
     if let Some(e) = plan.engine.as_ref().filter(|e| !e.notes.is_empty()) {

@@ -27,9 +27,10 @@ use serde_json::json;
 use super::catalog::{Catalog, Engine, PathId};
 use super::deploy::deployment;
 use super::measured_choice;
+use super::notes;
 use super::rules_llama_cpp;
 use super::schema::{
-    Alternative, Fact, PLAN_SCHEMA_VERSION, Plan, PlannedPath, Priority, Step, Verified,
+    Alternative, Fact, PLAN_SCHEMA_VERSION, Plan, PlanNote, PlannedPath, Priority, Step, Verified,
 };
 use crate::profile::{Feature, HardwareClass, Profile};
 
@@ -99,18 +100,20 @@ pub fn decide_with(
     };
     let chosen = follow.apply(chosen, &mut trace, &mut lost, &mut fallback);
     let spec = catalog.path(chosen);
-    let (verified, verified_basis) = verification(profile, route, chosen, spec.verified_for(route));
-    let mut notes = spec.notes_for(route);
+    let mut notes = Vec::new();
     if route != class && matches!(class, HardwareClass::CudaDiscrete | HardwareClass::Jetson) {
-        notes.insert(
-            0,
-            format!(
-                "The GPU (compute capability {}) is below the 7.0 that vLLM's CUDA backend needs, so this plan is for the device's CPU; the GPU is left unused.",
-                max_known_compute_capability(profile).map_or_else(|| "unknown".into(), |(_, s)| s)
-            ),
-        );
+        notes.push(PlanNote::device(format!(
+            "The GPU (compute capability {}) is below the 7.0 that vLLM's CUDA backend needs, so this plan is for the device's CPU; the GPU is left unused.",
+            max_known_compute_capability(profile).map_or_else(|| "unknown".into(), |(_, s)| s)
+        )));
     }
     notes.extend(cpu_caveats(profile, route, &origin, &mut trace));
+    notes.extend(notes::bf16_caveat(
+        profile, route, spec, &origin, &mut trace,
+    ));
+    notes.extend(notes::ordered(spec, route));
+    let (verified, verified_basis) =
+        verification(profile, route, chosen, spec.verified_for(route), &notes);
     let (deploy, step) = deployment(profile, route, spec, catalog, &origin);
     trace.push(step);
 
@@ -290,7 +293,7 @@ fn cpu_caveats(
     route: HardwareClass,
     origin: &str,
     trace: &mut Vec<Step>,
-) -> Vec<String> {
+) -> Vec<PlanNote> {
     let caveats = &profile.cpu.caveats;
     if !matches!(route, HardwareClass::X86Cpu | HardwareClass::Arm64Cpu) || caveats.is_empty() {
         return Vec::new();
@@ -303,7 +306,10 @@ fn cpu_caveats(
         ),
         facts: vec![fact("cpu.caveats", json!(caveats), origin.to_string())],
     });
-    caveats.iter().map(|c| format!("CPU caveat: {c}")).collect()
+    caveats
+        .iter()
+        .map(|c| PlanNote::device(format!("CPU caveat: {c}")))
+        .collect()
 }
 
 /// An NPU phone: the exported QNN graph.
@@ -579,12 +585,14 @@ fn gpu_bf16(profile: &Profile, origin: &str) -> (bool, Step) {
 
 /// How far the chosen path is backed: `flags-only` when an x86 AMX decision had no OS
 /// facts; `inferred` where the catalog has no measurement on this class (W4A16: stock
-/// vLLM's kernel was never measured by the study); else `measured`, naming it.
+/// vLLM's kernel was never measured by the study), or claims one but the plan shows no
+/// figure measured there; else `measured`, naming the machine of the note that shows it.
 fn verification(
     profile: &Profile,
     route: HardwareClass,
     chosen: PathId,
     on_class: bool,
+    notes: &[PlanNote],
 ) -> (Verified, String) {
     let x86 = route == HardwareClass::X86Cpu;
     // Without OS facts, an AMX the CPU reports is taken on the flags' word; a CPU that
@@ -598,26 +606,29 @@ fn verification(
         return (Verified::FlagsOnly, "the AMX decision rests on the /proc/cpuinfo flags amx_tile + amx_int8 without OS facts (XCR0, tile permission): probe the live host to settle it".into());
     }
     if chosen == PathId::W4a16 {
-        return (Verified::Inferred, "stock vLLM runs this path through cpu_gemm_wna16, which the study never measured: its W4A16 figures are PyTorch tinygemm in the vLLM-Omni fork (Xeon 8480C); on a Zen 5 host stock vLLM's W4A16 GEMMs were slower than its bf16 ones (see the path's notes)".into());
+        return (Verified::Inferred, "stock vLLM runs this path through cpu_gemm_wna16, which the study never measured: its W4A16 figures are PyTorch tinygemm in the vLLM-Omni fork (Xeon 8480C); on a Zen 5 host stock vLLM's W4A16 GEMMs were slower than its bf16 ones (see the notes, each labelled with where it was measured)".into());
     }
-    if !on_class {
-        return (
+    match (on_class, notes::figure_on(notes, route)) {
+        (true, Some(note)) => (
+            Verified::Measured,
+            format!(
+                "measured on {} ({route}); the notes measured there come first and give the figures",
+                note.hardware.as_deref().unwrap_or("hardware not stated")
+            ),
+        ),
+        (true, None) => (
             Verified::Inferred,
             format!(
-                "not measured on {route}: the rules carry the choice over from the classes it was measured on (see the path's notes)"
+                "the catalog counts {route} among the classes this path was measured on, but none of this plan's notes gives a figure measured on {route}: no measurement to show, so not `measured`"
             ),
-        );
+        ),
+        (false, _) => (
+            Verified::Inferred,
+            format!(
+                "not measured on {route}: the rules carry the choice over from the classes it was measured on (notes measured elsewhere are labelled with where)"
+            ),
+        ),
     }
-    let by = match route {
-        HardwareClass::X86Cpu => {
-            "the vLLM-Omni edge study on a Xeon Platinum 8480C (Sapphire Rapids, AMX), 24 threads"
-        }
-        _ => "the vLLM-Omni edge study on this class of hardware",
-    };
-    (
-        Verified::Measured,
-        format!("measured by {by}; the path's notes give the figures"),
-    )
 }
 
 /// Whether vLLM's W4A8 kernel could run here: an x86 CPU with AMX-INT8 usable (the
@@ -928,7 +939,7 @@ mod tests {
                 .iter()
                 .any(|s| s.rule == "vllm_min_compute_capability")
         );
-        assert!(plan.path.notes[0].contains("compute capability 6.1"));
+        assert!(plan.path.notes[0].text.contains("compute capability 6.1"));
         assert_eq!(plan.hardware_class, HardwareClass::CudaDiscrete);
         // Beside a usable card, or with any card unknown, the GPU route stays.
         p.gpus = vec![gpu(Some("6.1")), gpu(Some("8.0"))];
@@ -947,10 +958,12 @@ mod tests {
         });
         let tx1 = decide(&p, Priority::Speed, &c);
         assert_eq!(tx1.path.name, "w4a16");
-        assert!(tx1.path.notes[0].contains("5.3"));
+        assert!(tx1.path.notes[0].text.contains("5.3"));
         p.jetson.as_mut().unwrap().compute_capability = Some("8.7".into());
         assert_eq!(name(&p, Priority::Speed), "bf16");
     }
+
+    const BUILTIN_FOR_TESTS: &str = include_str!("catalog.toml");
 
     #[test]
     fn verified_and_kwargs_follow_the_table() {
@@ -965,10 +978,26 @@ mod tests {
         assert_eq!(jetson.deploy.target, crate::plan::schema::Target::Gpu);
         assert_eq!(jetson.deploy.weights.format, None);
         p.hardware_class = HardwareClass::CudaDiscrete;
-        assert_eq!(
-            decide(&p, Priority::Speed, &c).path.verified,
-            Verified::Measured
+        // The catalog lists cuda_discrete in verified_on, but no GPU figure is shown.
+        let gpu = decide(&p, Priority::Speed, &c);
+        assert_eq!(gpu.path.verified, Verified::Inferred);
+        assert!(gpu.path.verified_basis.contains("no measurement to show"));
+        // With a note that gives a GPU figure, the same plan is measured, and says where.
+        let mut text = BUILTIN_FOR_TESTS.to_string();
+        text = text.replacen(
+            "notes = [\n    { measured_on = \"any\", text = \"16 bits per weight",
+            "notes = [\n    { measured_on = \"cuda_discrete\", hardware = \"NVIDIA H100\", text = \"Decoded at 200 tok/s.\" },\n    { measured_on = \"any\", text = \"16 bits per weight",
+            1,
         );
+        let with_figure = Catalog::parse(&text, "t").unwrap();
+        let gpu = decide(&p, Priority::Speed, &with_figure);
+        assert_eq!(gpu.path.verified, Verified::Measured);
+        assert!(
+            gpu.path.verified_basis.contains("NVIDIA H100"),
+            "{}",
+            gpu.path.verified_basis
+        );
+        assert!(gpu.path.notes[0].text.contains("200 tok/s"));
         p.hardware_class = HardwareClass::Arm64Cpu;
         let arm = decide(&p, Priority::Speed, &c);
         assert_eq!(

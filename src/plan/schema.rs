@@ -122,8 +122,51 @@ pub struct PlannedPath {
     pub verified_basis: String,
     pub rationale: String,
     pub build_with: Option<String>,
-    pub notes: Vec<String>,
+    /// In the order shown: what edgeplan read in this device's profile, the notes
+    /// measured on the plan's class (and the catalog's notes for that class), facts that
+    /// hold on any hardware, then figures measured on other classes, each labelled.
+    pub notes: Vec<PlanNote>,
 }
+
+/// One note of a plan, with where its figures were measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PlanNote {
+    pub text: String,
+    /// Where the note holds: a hardware class its figures were measured on; `any` (a
+    /// fact about the format or the engine, or a figure that does not depend on the
+    /// device); `this_device` (edgeplan read it in this device's profile); `null` when
+    /// the catalog does not say (a plain-string note of a `--catalog` file).
+    pub measured_on: Option<String>,
+    /// The machine the figures came from, when the catalog names it.
+    pub hardware: Option<String>,
+    /// Shown before the text in the table (`measured on x86_cpu: Intel Xeon Platinum
+    /// 8480C, 24 threads`) when the note was measured on another class than the plan's;
+    /// `null` otherwise.
+    pub label: Option<String>,
+}
+
+impl PlanNote {
+    /// A note about this device, from its profile.
+    pub fn device(text: String) -> PlanNote {
+        PlanNote {
+            text,
+            measured_on: Some(THIS_DEVICE.into()),
+            hardware: None,
+            label: None,
+        }
+    }
+
+    /// The note as the table shows it: `[label] text`.
+    pub fn shown(&self) -> String {
+        match &self.label {
+            Some(label) => format!("[{label}] {}", self.text),
+            None => self.text.clone(),
+        }
+    }
+}
+
+/// `measured_on` of a note edgeplan derived from the device's profile.
+pub const THIS_DEVICE: &str = "this_device";
 
 /// How far a plan's path is backed by measurement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
