@@ -146,7 +146,7 @@ fn the_rollout_deploys_every_good_device_and_names_the_bad_one() {
     let deployed = std::fs::read_to_string(&log).unwrap();
     assert_eq!(
         deployed,
-        "hand-arm64-graviton|w4a16|--dtype bfloat16 --kv-cache-memory-bytes 28991029248 --quantization gptq\n\
+        "hand-arm64-graviton|bf16|--dtype bfloat16 --kv-cache-memory-bytes 28991029248\n\
 hand-cuda-h100|bf16|--dtype bfloat16\n\
 hand-x86-amx-usable|w4a16|--dtype bfloat16 --kv-cache-memory-bytes 54760833024 --quantization gptq\n"
     );

