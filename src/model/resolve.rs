@@ -72,7 +72,7 @@ fn from_repo(repo: &str, env: &HubEnv) -> anyhow::Result<ModelShape> {
         None => String::new(),
     };
     Err(no_input(format!(
-        "--model {repo}: no such file, and {looked}; get its config with `hf download {repo} config.json` \
+        "{repo}: no such file, and {looked}; get its config with `hf download {repo} config.json` \
          (older huggingface_hub: `huggingface-cli download {repo} config.json`), or give a config.json path{similar}"
     )))
 }
