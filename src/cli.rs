@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
 
 use crate::commands::bench::{BenchCommand, EXECUTOR_ENV, Executor};
 use crate::commands::plan::{FitArgs, PlanFormat, PlanRequest, Source};
@@ -169,13 +169,15 @@ pub struct PlanArgs {
     /// Replace the built-in path catalog with this TOML file.
     #[arg(long, value_name = "FILE")]
     pub catalog: Option<PathBuf>,
-    /// Model for the memory fit: a preset name, a Hugging Face config.json, or the model
-    /// directory that holds it.
-    #[arg(long, value_name = "PRESET|config.json|DIR")]
+    /// Model for the memory fit: a preset name (docs/models.md), a Hugging Face ORG/NAME
+    /// (read from the local Hugging Face cache, else its preset), a config.json, or the
+    /// model directory that holds it.
+    #[arg(long, value_name = "PRESET|ORG/NAME|PATH", value_hint = ValueHint::AnyPath)]
     pub model: Option<String>,
-    /// Context length in tokens for the memory fit.
+    /// Context length in tokens for the memory fit: 8192, or with k for x1024 as model
+    /// cards mean it (32k = 32768, 128k = 131072).
     #[arg(long, value_name = "TOKENS", requires = "model")]
-    pub context: Option<u64>,
+    pub context: Option<String>,
     /// Concurrent sequences for the memory fit.
     #[arg(long, value_name = "N", default_value_t = 1, requires = "model")]
     pub concurrency: u32,
@@ -211,16 +213,19 @@ pub enum BenchFormatArg {
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Model preset (qwen3-1.7b, qwen2.5-0.5b, llama-3.1-8b).
+    /// Model whose shapes are run: a preset name (docs/models.md), a Hugging Face
+    /// ORG/NAME (read from the local Hugging Face cache, else its preset), a config.json,
+    /// or the model directory that holds it.
     #[arg(
         long,
-        value_name = "PRESET",
+        value_name = "PRESET|ORG/NAME|PATH",
+        value_hint = ValueHint::AnyPath,
         default_value = "qwen3-1.7b",
         conflicts_with = "model_config"
     )]
     pub model: String,
-    /// A Hugging Face config.json instead of a preset.
-    #[arg(long, value_name = "FILE")]
+    /// A Hugging Face config.json (a file only; --model also takes one).
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub model_config: Option<PathBuf>,
     /// Paths to run (comma-separated: w4a8, w4a16, bf16); the planned path is always included.
     #[arg(long, value_delimiter = ',', value_name = "PATH,...")]
@@ -463,6 +468,35 @@ fn probe_request(args: ProbeArgs) -> anyhow::Result<ProbeRequest> {
     })
 }
 
+/// A `--context` value: a positive integer, or one with a `k`/`K` suffix meaning x1024,
+/// as model cards write context lengths ("32k" is 32768, "128k" is 131072). vLLM's own
+/// `--max-model-len` parser (`human_readable_int`, vllm/engine/arg_utils.py) reads
+/// lowercase `k` as 1000, so edgeplan only ever hands an engine the resolved integer,
+/// never the suffix.
+pub fn parse_tokens(text: &str) -> Result<u64, String> {
+    let bad = || {
+        format!(
+            "--context {text:?} is not a token count: give a positive integer, or one with k for x1024 (8192, 32k, 128k)"
+        )
+    };
+    let (digits, scale) = match text.strip_suffix(['k', 'K']) {
+        Some(digits) => (digits, 1024),
+        None => (text, 1),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let tokens = digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(bad)?;
+    if tokens == 0 {
+        return Err(bad());
+    }
+    Ok(tokens)
+}
+
 /// Usage errors (2) for bad memory-fit flags; the model itself is loaded by the command.
 fn plan_request(args: PlanArgs) -> anyhow::Result<PlanRequest> {
     // stdin can be read once: a second `-` would read nothing and report it as an
@@ -481,11 +515,12 @@ fn plan_request(args: PlanArgs) -> anyhow::Result<PlanRequest> {
     let fit = match args.model {
         None => None,
         Some(model) => {
-            let Some(context) = args.context.filter(|c| *c > 0) else {
+            let Some(context) = args.context else {
                 return Err(usage(
                     "--model needs --context TOKENS (a positive context length) for the memory fit",
                 ));
             };
+            let context = parse_tokens(&context).map_err(usage)?;
             if args.concurrency == 0 {
                 return Err(usage("--concurrency must be at least 1"));
             }
@@ -646,6 +681,24 @@ fn engine_choice(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn context_takes_k_as_1024() {
+        assert_eq!(parse_tokens("8192"), Ok(8192));
+        assert_eq!(parse_tokens("32k"), Ok(32768));
+        assert_eq!(parse_tokens("128K"), Ok(131072));
+        for bad in [
+            "0", "0k", "", "k", "32q", "1.5k", " 32k", "32kk", "+8", "32m",
+        ] {
+            let err = parse_tokens(bad).unwrap_err();
+            assert!(err.contains("is not a token count"), "{bad:?}: {err}");
+        }
+        assert!(
+            parse_tokens(&format!("{}k", u64::MAX / 1024 + 1)).is_err(),
+            "overflow"
+        );
+        assert!(parse_tokens("99999999999999999999").is_err());
+    }
 
     #[test]
     fn verify_cli() {

@@ -1194,11 +1194,20 @@ fn bad_memory_flags_and_models() {
         );
     };
     run(&["--model", "qwen3-1.7b"], 2, "--model needs --context");
-    run(
-        &["--model", "qwen3-1.7b", "--context", "0"],
-        2,
-        "--model needs --context",
-    );
+    for (bad, shown) in [
+        ("0", "\"0\""),
+        ("32q", "\"32q\""),
+        ("1.5k", "\"1.5k\""),
+        ("k", "\"k\""),
+        ("99999999999999999999", "\"99999999999999999999\""),
+        ("18014398509481984k", "\"18014398509481984k\""),
+    ] {
+        run(
+            &["--model", "qwen3-1.7b", "--context", bad],
+            2,
+            &format!("--context {shown} is not a token count"),
+        );
+    }
     run(
         &[
             "--model",
@@ -1248,9 +1257,14 @@ fn bad_memory_flags_and_models() {
         "--concurrency",
     );
     run(
-        &["--model", "gpt-9", "--context", "8"],
+        &["--model", "zzzz", "--context", "8"],
         65,
-        "unknown model preset",
+        "unknown model \"zzzz\"",
+    );
+    run(
+        &["--model", "qwen3-1.7", "--context", "8"],
+        65,
+        "did you mean qwen3-1.7b",
     );
     run(
         &["--model", "fixtures/models/absent.json", "--context", "8"],
@@ -1261,6 +1275,119 @@ fn bad_memory_flags_and_models() {
         &["--model", "fixtures/expect.toml", "--context", "8"],
         65,
         "not valid JSON",
+    );
+}
+
+/// `--context 32k` is 32768 tokens, and the engine is handed the integer.
+#[test]
+fn context_suffixes_resolve_to_the_integer_the_engine_gets() {
+    let args = |context: &str| {
+        let out = edgeplan()
+            .args([
+                "plan",
+                "--format",
+                "args",
+                "--model",
+                "qwen3-1.7b",
+                "--context",
+                context,
+            ])
+            .arg("--profile")
+            .arg(profile("hand-x86-avx512-noamx"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let k = args("32k");
+    assert_eq!(k, args("32768"));
+    assert_eq!(k, args("32K"));
+    assert!(k.contains("32768") && !k.contains("32k"), "{k}");
+}
+
+/// `--model ORG/NAME`: the local Hugging Face cache (HF_HUB_CACHE or HF_HOME), else the
+/// preset of that repository, else 66 with the download command.
+#[test]
+fn a_hugging_face_repo_id_reads_the_local_cache() {
+    let tmp = tempfile::tempdir().unwrap();
+    let hub = tmp.path().join("home/hub");
+    let repo = hub.join("models--Org--Tiny");
+    let commit = "4a8e6f1c0d2b3a4958677a1b2c3d4e5f60718293";
+    std::fs::create_dir_all(repo.join("snapshots").join(commit)).unwrap();
+    std::fs::create_dir_all(repo.join("blobs")).unwrap();
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::copy(
+        fixture("models/real/smollm2-360m.json"),
+        repo.join("blobs/5d1e"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        "../../blobs/5d1e",
+        repo.join("snapshots").join(commit).join("config.json"),
+    )
+    .unwrap();
+    std::fs::write(repo.join("refs/main"), commit).unwrap();
+    let plan = |model: &str, var: &str, value: &std::path::Path| {
+        edgeplan()
+            .args([
+                "plan",
+                "--format",
+                "json",
+                "--context",
+                "4k",
+                "--model",
+                model,
+            ])
+            .arg("--profile")
+            .arg(profile("hand-x86-avx512-noamx"))
+            .env_remove("HF_HUB_CACHE")
+            .env_remove("HUGGINGFACE_HUB_CACHE")
+            .env(var, value)
+            .output()
+            .unwrap()
+    };
+    let by_path = edgeplan()
+        .args(["plan", "--format", "json", "--context", "4k", "--model"])
+        .arg(fixture("models/real/smollm2-360m.json"))
+        .arg("--profile")
+        .arg(profile("hand-x86-avx512-noamx"))
+        .output()
+        .unwrap();
+    let weights = |out: &std::process::Output| {
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["memory"]["weights_bytes"].clone()
+    };
+    let home = plan("Org/Tiny", "HF_HOME", &tmp.path().join("home"));
+    assert_eq!(weights(&home), weights(&by_path));
+    assert_eq!(
+        weights(&plan("Org/Tiny", "HF_HUB_CACHE", &hub)),
+        weights(&by_path)
+    );
+    // Not cached but a preset's repository: the preset, and the plan says so.
+    let preset = plan("Qwen/Qwen3-1.7B", "HF_HUB_CACHE", &hub);
+    weights(&preset);
+    let text = String::from_utf8_lossy(&preset.stdout);
+    assert!(text.contains("built-in preset qwen3-1.7b"), "{text}");
+    // Neither: 66, one line with where it looked and the command that gets the file.
+    let missing = plan("Org/Absent", "HF_HUB_CACHE", &hub);
+    assert_eq!(missing.status.code(), Some(66));
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("models--Org--Absent")
+            && stderr.contains("hf download Org/Absent config.json"),
+        "{stderr}"
     );
 }
 

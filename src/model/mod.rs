@@ -14,7 +14,9 @@
 //! per-layer embeddings, AltUp/LAuReL blocks and cross-layer KV sharing are not modelled.
 
 mod families;
+mod hub;
 mod presets;
+mod resolve;
 
 use std::path::Path;
 
@@ -28,7 +30,6 @@ pub use families::SlidingRule;
 pub fn defaults_class(model_type: &str) -> Option<&'static str> {
     families::family(model_type).map(|f| f.class)
 }
-pub use presets::PRESETS;
 
 /// How one decoder layer attends, which decides its KV cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -321,32 +322,13 @@ const REQUIRED: &[&str] = &[
 ];
 
 impl ModelShape {
-    /// The preset names, in the order `--help` lists them.
-    pub fn preset_names() -> Vec<&'static str> {
-        PRESETS.iter().map(|(name, _)| *name).collect()
-    }
-
-    /// A preset by name, or `None`.
-    pub fn preset(name: &str) -> Option<ModelShape> {
-        let (_, text) = PRESETS.iter().find(|(n, _)| n.eq_ignore_ascii_case(name))?;
-        // The presets are tested to parse; a failure here is a bug, reported as such.
-        ModelShape::from_config_json(text, name).ok()
-    }
-
-    /// A preset name or a path to a `config.json`. A name that is neither an existing
-    /// file nor a preset is exit 65 listing the presets (66 when it looks like a path).
+    /// What `--model` takes: an existing path (a `config.json` or the directory holding
+    /// one), a preset name, or a Hugging Face `ORG/NAME` read from the local Hugging Face
+    /// cache (else the preset of that repository). A missing path or uncached repository
+    /// is exit 66 saying how to get it; an unknown name is exit 65 naming the closest
+    /// presets.
     pub fn load(spec: &str) -> anyhow::Result<ModelShape> {
-        if let Some(shape) = ModelShape::preset(spec) {
-            return Ok(shape);
-        }
-        let looks_like_path = spec.contains('/') || spec.ends_with(".json");
-        if looks_like_path || Path::new(spec).exists() {
-            return ModelShape::from_config_file(Path::new(spec));
-        }
-        Err(data_error(format!(
-            "unknown model preset {spec:?}: use one of {} or a path to a config.json",
-            ModelShape::preset_names().join(", ")
-        )))
+        resolve::load(spec, &hub::HubEnv::from_process())
     }
 
     /// Reads a Hugging Face `config.json`.
@@ -1721,18 +1703,6 @@ mod tests {
     use crate::error::{Exit, exit_for};
 
     #[test]
-    fn every_preset_parses() {
-        for name in ModelShape::preset_names() {
-            let shape = ModelShape::preset(name).expect(name);
-            assert_eq!(
-                shape.layer_kinds.len() as u64,
-                shape.num_hidden_layers,
-                "{name}"
-            );
-        }
-    }
-
-    #[test]
     fn qwen3_1_7b_is_the_study_shape() {
         let m = ModelShape::load("qwen3-1.7b").unwrap();
         let shapes: Vec<(u64, u64)> = m.layer_linears().iter().map(|l| (l.n, l.k)).collect();
@@ -2415,8 +2385,8 @@ mod tests {
     }
 
     #[test]
-    fn unknown_preset_lists_the_presets_and_missing_file_is_66() {
-        let err = ModelShape::load("gpt-9").unwrap_err();
+    fn unknown_preset_names_the_closest_and_missing_file_is_66() {
+        let err = ModelShape::load("qwen3-1.7").unwrap_err();
         assert_eq!(exit_for(&err), Exit::DataErr);
         assert!(err.to_string().contains("qwen3-1.7b"), "{err}");
         let err = ModelShape::load("/no/such/config.json").unwrap_err();
