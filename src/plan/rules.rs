@@ -89,6 +89,16 @@ pub fn decide_with(
     let mut lost: Lost = Vec::new();
     let mut fallback: Option<PathId> = None;
     let (route, chosen) = choose(profile, priority, engine, &origin, &mut trace, &mut lost);
+    let gpu = GpuFourBit {
+        profile,
+        catalog,
+        options,
+        origin: &origin,
+    };
+    let (chosen, gpu_fallback) = match engine {
+        Engine::Vllm => gpu.apply(route, chosen, &mut trace, &mut lost),
+        Engine::LlamaCpp => (chosen, None),
+    };
     let follow = measured_choice::Follow {
         profile,
         priority,
@@ -98,17 +108,12 @@ pub fn decide_with(
         memory_first: options.memory_first,
     };
     let chosen = follow.apply(chosen, &mut trace, &mut lost, &mut fallback);
+    fallback = fallback.or(gpu_fallback);
     let spec = catalog.path(chosen);
     let (verified, verified_basis) = verification(profile, route, chosen, spec.verified_for(route));
     let mut notes = spec.notes_for(route);
     if route != class && matches!(class, HardwareClass::CudaDiscrete | HardwareClass::Jetson) {
-        notes.insert(
-            0,
-            format!(
-                "The GPU (compute capability {}) is below the 7.0 that vLLM's CUDA backend needs, so this plan is for the device's CPU; the GPU is left unused.",
-                max_known_compute_capability(profile).map_or_else(|| "unknown".into(), |(_, s)| s)
-            ),
-        );
+        notes.insert(0, gpu_unused_note(profile));
     }
     notes.extend(cpu_caveats(profile, route, &origin, &mut trace));
     let (deploy, step) = deployment(profile, route, spec, catalog, &origin);
@@ -148,6 +153,14 @@ pub fn decide_with(
         memory: None,
         memory_fallback: fallback.map(|id| catalog.path(id).name.clone()),
     }
+}
+
+/// The note of a GPU plan made for the device's CPU.
+fn gpu_unused_note(profile: &Profile) -> String {
+    format!(
+        "The GPU (compute capability {}) is below the 7.0 that vLLM's CUDA backend needs, so this plan is for the device's CPU; the GPU is left unused.",
+        max_known_compute_capability(profile).map_or_else(|| "unknown".into(), |(_, s)| s)
+    )
 }
 
 /// Paths that lost, each with the reason.
@@ -341,7 +354,7 @@ fn choose_gpu(profile: &Profile, origin: &str, trace: &mut Vec<Step>, lost: &mut
         (PathId::Fp16, PathId::Bf16, "this GPU has no bf16 support")
     };
     lost.push((other, why.into()));
-    let cpu_only = "an x86 CPU kernel; on a GPU the weights stay 16-bit, and GPU quantization (Marlin, AWQ) is a separate decision edgeplan does not make";
+    let cpu_only = "a CPU build (vLLM's CPUWNA16LinearKernel); on a GPU the 4-bit GPTQ path is w4a16-gpu-bf16 or w4a16-gpu-fp16, the memory fallback";
     lost.push((PathId::W4a8Amx, cpu_only.into()));
     lost.push((PathId::W4a16, cpu_only.into()));
     lost.push((PathId::ExportQnnW8a16, "for phone NPUs only".into()));
@@ -353,6 +366,82 @@ fn choose_gpu(profile: &Profile, origin: &str, trace: &mut Vec<Step>, lost: &mut
             });
     }
     chosen
+}
+
+/// The lowest compute capability at which vLLM 0.33 loads a GPTQ checkpoint on a GPU:
+/// every GPTQ linear layer calls `verify_marlin_supported` (auto_gptq.py:317-320),
+/// and Marlin knows no weight type below 7.5 (marlin_utils.py:66).
+const VLLM_GPTQ_MIN_COMPUTE_CAPABILITY: f64 = 7.5;
+
+/// A GPU's 4-bit GPTQ path beside its 16-bit choice.
+struct GpuFourBit<'a> {
+    profile: &'a Profile,
+    catalog: &'a Catalog,
+    options: Options,
+    origin: &'a str,
+}
+
+impl GpuFourBit<'_> {
+    /// On a GPU route: the 4-bit path as the memory fallback of the 16-bit `chosen`, or
+    /// as the choice when re-planning for memory. Elsewhere, or when the catalog has no
+    /// such path or vLLM cannot load GPTQ on this GPU, `chosen` alone.
+    fn apply(
+        &self,
+        route: HardwareClass,
+        chosen: PathId,
+        trace: &mut Vec<Step>,
+        lost: &mut Lost,
+    ) -> (PathId, Option<PathId>) {
+        if !matches!(route, HardwareClass::CudaDiscrete | HardwareClass::Jetson) {
+            return (chosen, None);
+        }
+        let four = match chosen {
+            PathId::Bf16 => PathId::W4a16GpuBf16,
+            PathId::Fp16 => PathId::W4a16GpuFp16,
+            _ => return (chosen, None),
+        };
+        let cc = min_compute_capability(self.profile);
+        let facts = vec![
+            fact(
+                "gpus[].compute_capability / jetson.compute_capability (lowest)",
+                json!(cc.as_ref().map(|(_, s)| s)),
+                self.origin.to_string(),
+            ),
+            fact(
+                "catalog path",
+                json!(four.name()),
+                format!("catalog ({})", self.catalog.origin),
+            ),
+        ];
+        let step = |outcome: String| Step {
+            rule: "gpu_4bit".into(),
+            outcome,
+            facts: facts.clone(),
+        };
+        let Some(spec) = self.catalog.try_path(four) else {
+            trace.push(step(format!("the catalog defines no {} path: no 4-bit fallback on this GPU (plan --model reports a fit that does not fit)", four.name())));
+            return (chosen, None);
+        };
+        let name = spec.name.clone();
+        if let Some((_, shown)) = cc
+            .as_ref()
+            .filter(|(v, _)| *v < VLLM_GPTQ_MIN_COMPUTE_CAPABILITY)
+        {
+            let why = format!("vLLM 0.33 loads a GPTQ checkpoint only where its Marlin kernel runs (every GPTQ layer calls verify_marlin_supported), from compute capability 7.5; this GPU is {shown}");
+            trace.push(step(format!("no 4-bit GPU path: {why}")));
+            lost.push((four, why));
+            return (chosen, None);
+        }
+        let sixteen = self.catalog.path(chosen).name.clone();
+        if self.options.memory_first {
+            trace.push(step(format!("memory first: the {sixteen} weights do not fit at this context, so 4-bit GPTQ weights ({name}, a quarter of the bytes; vLLM runs Machete on compute capability 9.0, Marlin on 7.5 and up)")));
+            lost.push((chosen, "the 16-bit weights do not fit at this context (plan --model); they are the choice whenever they fit".into()));
+            return (four, None);
+        }
+        trace.push(step(format!("{sixteen} while the 16-bit weights fit; {name} (4-bit GPTQ, vLLM's Machete or Marlin kernel) is the memory fallback that plan --model takes when they do not")));
+        lost.push((four, "4-bit weights: less faithful than 16-bit and not measured on a GPU by edgeplan; the memory fallback, which plan --model takes when the 16-bit weights do not fit".into()));
+        (chosen, Some(four))
+    }
 }
 
 /// An Arm CPU: W4A16.
@@ -596,6 +685,9 @@ fn verification(
         || profile.cpu.has_flag("amx_tile");
     if x86 && !os_known && amx_reported && chosen.engine() == Engine::Vllm {
         return (Verified::FlagsOnly, "the AMX decision rests on the /proc/cpuinfo flags amx_tile + amx_int8 without OS facts (XCR0, tile permission): probe the live host to settle it".into());
+    }
+    if matches!(chosen, PathId::W4a16GpuBf16 | PathId::W4a16GpuFp16) {
+        return (Verified::Inferred, "not measured on a GPU: vLLM's method and kernel for it were read in vLLM 0.33's source, and its flags and quantization config pass vLLM's parser, engine config and kernel choice with the compute capability faked (see the path's notes)".into());
     }
     if chosen == PathId::W4a16 {
         return (Verified::Inferred, "stock vLLM runs this path through cpu_gemm_wna16, which the study never measured: its W4A16 figures are PyTorch tinygemm in the vLLM-Omni fork (Xeon 8480C); on a Zen 5 host stock vLLM's W4A16 GEMMs were slower than its bf16 ones (see the path's notes)".into());
