@@ -15,7 +15,14 @@ struct Planned {
 /// `plan --format json` for `profile` (a path), at `priority`, with `extra` flags.
 fn plan_at(profile: &std::path::Path, priority: &str, extra: &[&str]) -> Planned {
     let out = edgeplan()
-        .args(["plan", "--format", "json", "--priority", priority, "--profile"])
+        .args([
+            "plan",
+            "--format",
+            "json",
+            "--priority",
+            priority,
+            "--profile",
+        ])
         .arg(profile)
         .args(extra)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -180,7 +187,11 @@ fn below_compute_capability_7_5_there_is_no_4bit_gpu_path() {
     let p = plan_at(&v100, "speed", &LLAMA_8B_8K);
     assert_eq!(p.code, 3, "{}", p.stderr);
     assert_eq!(p.plan["path"]["name"], "fp16");
-    assert!(p.stderr.contains("a lower-bit path is needed"), "{}", p.stderr);
+    assert!(
+        p.stderr.contains("a lower-bit path is needed"),
+        "{}",
+        p.stderr
+    );
     let step = p.plan["explain"]
         .as_array()
         .unwrap()
@@ -200,9 +211,11 @@ fn below_compute_capability_7_5_there_is_no_4bit_gpu_path() {
 fn a_catalog_without_the_gpu_4bit_paths_still_plans_16_bit() {
     // The GPU 4-bit paths are optional: the built-in catalog without them loads, plans
     // the T4's fp16, and reports Llama 8B at 8k as not fitting (exit 3) as before.
-    let builtin =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/plan/catalog.toml"))
-            .unwrap();
+    let builtin = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/plan/catalog.toml"
+    ))
+    .unwrap();
     let mut parts = builtin.split("[[path]]\n");
     let mut text = parts.next().unwrap().to_string();
     let mut dropped = 0;
@@ -230,7 +243,14 @@ fn a_catalog_without_the_gpu_4bit_paths_still_plans_16_bit() {
     assert_eq!(p.plan["path"]["name"], "fp16");
     // Naming the missing path is refused as an unknown path (65), not a crash.
     edgeplan()
-        .args(["plan", "--catalog", c, "--expect", "w4a16-gpu-fp16", "--profile"])
+        .args([
+            "plan",
+            "--catalog",
+            c,
+            "--expect",
+            "w4a16-gpu-fp16",
+            "--profile",
+        ])
         .arg(&t4)
         .assert()
         .code(65);
@@ -250,9 +270,7 @@ fn the_t4_script_builds_gptq_with_a_16_bit_head_and_serves_with_vllm() {
     assert!(script.contains("GROUP_SIZE = 128\n"));
     assert!(script.contains("sym=True,\n"));
     assert!(script.contains("desc_act=False"));
-    assert!(script.contains(
-        r#"device="cuda" if torch.cuda.is_available() else "cpu")"#
-    ));
+    assert!(script.contains(r#"device="cuda" if torch.cuda.is_available() else "cpu")"#));
     assert!(
         script.contains(
             "exec vllm serve \"$OUT_DIR\" --dtype float16 --gpu-memory-utilization 0.9 --max-model-len 8192 --max-num-batched-tokens 2048 --max-num-seqs 8 --quantization gptq ${EDGEPLAN_SERVE_ARGS:-}\n"

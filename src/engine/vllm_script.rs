@@ -393,12 +393,7 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 /// The GPTQModel program (a quoted heredoc): untie a tied head when it is to be
 /// quantized, quantize (symmetric, `group`, the head at 4 bits group 128 through
 /// `dynamic`), save; then the build-only exit.
-fn gptq_python(
-    s: &mut String,
-    group: u32,
-    head_quantized: bool,
-    device: &str,
-) -> std::fmt::Result {
+fn gptq_python(s: &mut String, group: u32, head_quantized: bool, device: &str) -> std::fmt::Result {
     write!(
         s,
         r#""$BUILD_VENV/bin/python" - "$MODEL_DIR" "$CALIBRATION" "$OUT_DIR" <<'{PY_DELIMITER}'

@@ -734,10 +734,44 @@ mod tests {
     }
 
     #[test]
+    fn the_gpu_4bit_paths_are_optional() {
+        let text = BUILTIN
+            .split("[[path]]\n")
+            .enumerate()
+            .filter(|(i, part)| *i == 0 || !part.starts_with("name = \"w4a16-gpu-"))
+            .map(|(i, part)| {
+                if i == 0 {
+                    part.to_string()
+                } else {
+                    format!("[[path]]\n{part}")
+                }
+            })
+            .collect::<String>();
+        let c = Catalog::parse(&text, "t").unwrap();
+        assert!(c.try_path(PathId::W4a16GpuBf16).is_none());
+        assert!(c.try_path(PathId::Bf16).is_some());
+        c.require(Engine::Vllm).unwrap();
+        let builtin = Catalog::builtin();
+        for id in [PathId::W4a16GpuBf16, PathId::W4a16GpuFp16] {
+            let p = builtin.try_path(id).unwrap();
+            assert!(id.optional());
+            assert_eq!(p.quantization.as_deref(), Some("gptq"));
+            assert_eq!(p.lm_head, LmHead::ModelDtype);
+            assert_eq!(p.kernel, KernelFamily::W4a16);
+            assert!(p.verified_on.is_empty(), "not measured on a GPU");
+        }
+    }
+
+    #[test]
     fn four_bit_paths_store_4_25_bits_by_arithmetic() {
         // 4-bit codes plus a bf16 scale and a bf16 zero per group: 4 + 32 / g.
         let c = Catalog::builtin();
-        for id in [PathId::W4a16, PathId::W4a8Amx] {
+        for id in [
+            PathId::W4a16,
+            PathId::W4a8Amx,
+            PathId::W4a16GpuBf16,
+            PathId::W4a16GpuFp16,
+        ] {
             let p = c.path(id);
             let g = f64::from(p.group_size.unwrap_or(0));
             assert_eq!(p.bits_per_weight, Some(4.0 + 32.0 / g), "{}", p.name);

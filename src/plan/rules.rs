@@ -427,7 +427,9 @@ impl GpuFourBit<'_> {
             .as_ref()
             .filter(|(v, _)| *v < VLLM_GPTQ_MIN_COMPUTE_CAPABILITY)
         {
-            let why = format!("vLLM 0.33 loads a GPTQ checkpoint only where its Marlin kernel runs (every GPTQ layer calls verify_marlin_supported), from compute capability 7.5; this GPU is {shown}");
+            let why = format!(
+                "vLLM 0.33 loads a GPTQ checkpoint only where its Marlin kernel runs (every GPTQ layer calls verify_marlin_supported), from compute capability 7.5; this GPU is {shown}"
+            );
             trace.push(step(format!("no 4-bit GPU path: {why}")));
             lost.push((four, why));
             return (chosen, None);
@@ -999,6 +1001,47 @@ mod tests {
         assert_eq!(name(&p, Priority::Speed), "bf16");
         p.supports_bf16 = false;
         assert_eq!(name(&p, Priority::Speed), "fp16");
+    }
+
+    #[test]
+    fn a_gpu_names_its_4bit_gptq_path_as_the_memory_fallback_from_7_5() {
+        let c = Catalog::builtin();
+        let mut p = x86(&[], None);
+        p.hardware_class = HardwareClass::CudaDiscrete;
+        p.gpus.push(crate::profile::Gpu {
+            vendor: "nvidia".into(),
+            compute_capability: Some("7.5".into()),
+            ..Default::default()
+        });
+        let memory_first = Options { memory_first: true };
+        let plan = |p: &Profile, o: Options| decide_with(p, Priority::Speed, &c, Engine::Vllm, o);
+        let t4 = plan(&p, Options::default());
+        assert_eq!(t4.path.name, "fp16");
+        assert_eq!(t4.memory_fallback.as_deref(), Some("w4a16-gpu-fp16"));
+        let t4 = plan(&p, memory_first);
+        assert_eq!(t4.path.name, "w4a16-gpu-fp16");
+        assert_eq!(t4.deploy.weights.format.as_deref(), Some("gptq"));
+        assert_eq!(
+            t4.deploy.weights.lm_head,
+            crate::plan::catalog::LmHead::ModelDtype
+        );
+        assert_eq!(t4.deploy.activations, crate::plan::catalog::DType::Float16);
+        assert_eq!(t4.path.verified, Verified::Inferred);
+        assert!(t4.alternatives.iter().any(|a| a.path == "fp16"));
+        assert!(t4.alternatives.iter().all(|a| a.path != "w4a16-gpu-fp16"));
+        p.gpus[0].compute_capability = Some("9.0".into());
+        assert_eq!(plan(&p, memory_first).path.name, "w4a16-gpu-bf16");
+        // A V100: vLLM 0.33 loads no GPTQ below 7.5, so no fallback and no 4-bit plan.
+        p.gpus[0].compute_capability = Some("7.0".into());
+        let v100 = plan(&p, memory_first);
+        assert_eq!(v100.path.name, "fp16");
+        assert_eq!(v100.memory_fallback, None);
+        // llama.cpp's rules are not touched.
+        let llama = decide_with(&p, Priority::Speed, &c, Engine::LlamaCpp, memory_first);
+        assert!(llama.path.name.starts_with("gguf-"));
+        // A CPU plan never takes a GPU path.
+        let cpu = plan(&x86(&["avx512f"], None), memory_first);
+        assert_eq!(cpu.path.name, "w4a16");
     }
 
     #[test]
