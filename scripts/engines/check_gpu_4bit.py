@@ -174,6 +174,12 @@ def check_engine(gptq_dir: str, model_config: dict, qcfg: dict, flags: list[str]
             if name.startswith("tokenizer") or name == "special_tokens_map.json":
                 shutil.copy(os.path.join(gptq_dir, name), work)
         config = {"architectures": ["LlamaForCausalLM"], "torch_dtype": "bfloat16", **model_config}
+        rope = config.get("rope_scaling") or {}
+        if rope.get("rope_type") == "llama3":
+            # edgeplan's cut config keeps only the keys it reads; transformers needs the
+            # rest of Llama 3.1's rope block (meta-llama/Llama-3.1-8B config.json).
+            config["rope_scaling"] = {"low_freq_factor": 1.0, "high_freq_factor": 4.0, **rope}
+            config.setdefault("rope_theta", 500000.0)
         config["quantization_config"] = qcfg
         with open(os.path.join(work, "config.json"), "w") as f:
             json.dump(config, f)
