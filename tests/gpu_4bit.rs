@@ -4,7 +4,7 @@
 //! pinned here: T4 (7.5), A10 (8.6), L4 (8.9), H100 (9.0), Orin (8.7), and a V100 (7.0)
 //! where vLLM 0.33 cannot load GPTQ at all.
 
-use crate::util::{edgeplan, fixture};
+use crate::util::{catalog_without_gpu_4bit, edgeplan, fixture};
 
 struct Planned {
     code: i32,
@@ -211,26 +211,8 @@ fn below_compute_capability_7_5_there_is_no_4bit_gpu_path() {
 fn a_catalog_without_the_gpu_4bit_paths_still_plans_16_bit() {
     // The GPU 4-bit paths are optional: the built-in catalog without them loads, plans
     // the T4's fp16, and reports Llama 8B at 8k as not fitting (exit 3) as before.
-    let builtin = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/src/plan/catalog.toml"
-    ))
-    .unwrap();
-    let mut parts = builtin.split("[[path]]\n");
-    let mut text = parts.next().unwrap().to_string();
-    let mut dropped = 0;
-    for part in parts {
-        if part.starts_with("name = \"w4a16-gpu-") {
-            dropped += 1;
-            continue;
-        }
-        text.push_str("[[path]]\n");
-        text.push_str(part);
-    }
-    assert_eq!(dropped, 2);
     let dir = tempfile::tempdir().unwrap();
-    let catalog = dir.path().join("catalog.toml");
-    std::fs::write(&catalog, text).unwrap();
+    let catalog = catalog_without_gpu_4bit(dir.path());
     let c = catalog.to_str().unwrap();
     let t4 = fixture_profile("hand-cuda-t4");
     let p = plan_at(&t4, "speed", &["--catalog", c]);

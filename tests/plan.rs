@@ -1162,7 +1162,7 @@ fn the_fleet_view_shows_the_fit_for_every_fixture() {
         .lines()
         .filter(|l| l.starts_with("| hand-") || l.starts_with("| workstation"))
         .count();
-    assert_eq!(rows, 10, "{text}");
+    assert_eq!(rows, 12, "{text}");
 }
 
 #[test]
