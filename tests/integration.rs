@@ -6,6 +6,7 @@ mod cli;
 mod deploy;
 mod engine_llama_cpp;
 mod engine_vllm;
+mod gpu_4bit;
 mod integrations;
 mod memory;
 mod plan;

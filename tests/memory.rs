@@ -94,6 +94,9 @@ fn complete_real_configs_outside_the_formulas_are_refused() {
 /// Every `[[model]]` of `models/<folder>/manifest.toml` against `plan --format json`.
 fn check_manifest(folder: &str, at_least: usize) {
     let manifest = manifest(folder);
+    let dir = tempfile::tempdir().unwrap();
+    let catalog_16 = crate::util::catalog_without_gpu_4bit(dir.path());
+    let catalog_16 = catalog_16.to_str().unwrap();
     assert!(
         manifest.model.len() >= at_least,
         "at least {at_least} configs in {folder}"
@@ -111,7 +114,13 @@ fn check_manifest(folder: &str, at_least: usize) {
             );
             assert_eq!(u(&m["kv_bytes"]), kv, "{name}: KV at {ctx}");
         }
-        let (_, p, _) = plan("hand-cuda-h100", &model, &["--context", "32768"]);
+        // The 16-bit figures: a catalog without the GPU 4-bit paths, so that a model
+        // too big for the H100 in bf16 is not planned as its 4-bit fallback.
+        let (_, p, _) = plan(
+            "hand-cuda-h100",
+            &model,
+            &["--context", "32768", "--catalog", catalog_16],
+        );
         let m = &p["memory"];
         assert_eq!(
             u(&m["weights_bytes"]),

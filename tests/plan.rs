@@ -245,8 +245,16 @@ fn measured_only_with_a_figure_the_plan_shows() {
 fn a_cpu_without_bf16_gets_fp16_or_the_caveat() {
     let pi = plan_json("arm64-rpi5", "speed");
     assert_eq!(pi.path.name, "fp16");
-    assert!(pi.path.rationale.contains("without bf16"), "{}", pi.path.rationale);
-    assert!(pi.path.notes[0].text.contains("aarch64 wheel"), "{:?}", pi.path.notes[0]);
+    assert!(
+        pi.path.rationale.contains("without bf16"),
+        "{}",
+        pi.path.rationale
+    );
+    assert!(
+        pi.path.notes[0].text.contains("aarch64 wheel"),
+        "{:?}",
+        pi.path.notes[0]
+    );
     let out = edgeplan()
         .args(["plan", "--format", "args", "--profile"])
         .arg(profile("arm64-rpi5"))
@@ -1420,7 +1428,7 @@ fn the_fleet_view_shows_the_fit_for_every_fixture() {
         .lines()
         .filter(|l| l.starts_with("| hand-") || l.starts_with("| workstation"))
         .count();
-    assert_eq!(rows, 10, "{text}");
+    assert_eq!(rows, 12, "{text}");
 }
 
 #[test]
@@ -1472,7 +1480,11 @@ fn verified_has_three_values_each_with_its_basis() {
         ("hand-x86-avx512-noamx", "inferred", "cpu_gemm_wna16"),
         ("hand-x86-amx-flags-only", "flags-only", "without OS facts"),
         ("x86-spr-amx", "flags-only", "without OS facts"),
-        ("hand-arm64-graviton", "inferred", "not measured on arm64_cpu"),
+        (
+            "hand-arm64-graviton",
+            "inferred",
+            "not measured on arm64_cpu",
+        ),
         ("hand-jetson-orin", "inferred", "not measured on jetson"),
     ];
     for (name, verified, basis) in cases {

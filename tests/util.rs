@@ -56,3 +56,29 @@ pub fn engine_end_to_end(script: &str, done: &str) {
     );
     assert!(stderr.contains(done), "{stderr}");
 }
+
+/// The built-in catalog without its optional GPU 4-bit paths (w4a16-gpu-*), written to
+/// `dir`: a GPU then keeps its 16-bit plan whatever the fit.
+#[allow(dead_code)]
+pub fn catalog_without_gpu_4bit(dir: &std::path::Path) -> std::path::PathBuf {
+    let builtin = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/plan/catalog.toml"
+    ))
+    .unwrap();
+    let mut parts = builtin.split("[[path]]\n");
+    let mut text = parts.next().unwrap().to_string();
+    let mut dropped = 0;
+    for part in parts {
+        if part.starts_with("name = \"w4a16-gpu-") {
+            dropped += 1;
+            continue;
+        }
+        text.push_str("[[path]]\n");
+        text.push_str(part);
+    }
+    assert_eq!(dropped, 2, "the built-in catalog's two GPU 4-bit paths");
+    let file = dir.join("catalog-no-gpu-4bit.toml");
+    std::fs::write(&file, text).unwrap();
+    file
+}

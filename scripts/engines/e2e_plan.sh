@@ -18,6 +18,9 @@
 #  5. Every fixture profile at both priorities, with and without a --model fit: each
 #     rendering's env names and flags through vLLM's own parser and engine config
 #     (check_plans.py): GPU, Jetson and CPU plans alike, no GPU needed.
+#     5b. The GPU 4-bit plans: the T4 script's GPTQ build (build only) and
+#     check_gpu_4bit.py (vLLM's method, kernel choice at each GPU's compute capability,
+#     parser and engine config).
 #
 # Usage: e2e_plan.sh EDGEPLAN_BINARY [WORK_DIR]
 # Env: EDGEPLAN_ENGINES_CACHE (install.sh), E2E_SERVE_TIMEOUT (seconds, default 900),
@@ -138,6 +141,32 @@ lap "bf16 serve"
   cat "$WORK/check_plans.out" >&2; tail -n 30 "$WORK/check_plans.err" >&2; die "a fixture's rendering was rejected by vLLM"; }
 tail -n 1 "$WORK/check_plans.out" >&2
 lap "fixture renderings"
+
+# 5b. The GPU 4-bit plans (issue 27: Llama 3.1 8B on a T4 at 8k; the same model at
+#     longer contexts on A10, L4, H100 and Orin): the T4 plan's own script builds the
+#     GPTQ checkpoint from the tiny model (build only: no GPU here), and
+#     check_gpu_4bit.py holds each plan, that checkpoint's quantization_config and vLLM's
+#     own method, kernel choice (compute capability faked), parser and engine config
+#     against each other.
+LLAMA8B="$ROOT/fixtures/models/real/llama-3.1-8b.json"
+"$EDGEPLAN" plan --profile "$ROOT/fixtures/profiles/hand-cuda-t4.json" --model llama-3.1-8b \
+  --context 8192 --format script >"$WORK/gpu4.sh" 2>"$WORK/gpu4.err" ||
+  { cat "$WORK/gpu4.err" >&2; die "the T4 + Llama 3.1 8B plan failed"; }
+EDGEPLAN_MODEL="$WORK/tiny" EDGEPLAN_CALIBRATION="$WORK/calib.txt" EDGEPLAN_OUT="$WORK/tiny-gptq-gpu" \
+  EDGEPLAN_NO_SERVE=1 bash "$WORK/gpu4.sh" >"$WORK/gpu4-build.log" 2>&1 ||
+  { tail -n 40 "$WORK/gpu4-build.log" >&2; die "the GPU 4-bit script's GPTQ build failed"; }
+for case in hand-cuda-t4:75:8192:1 hand-cuda-a10:86:65536:1 hand-cuda-l4:89:65536:1 \
+  hand-cuda-h100:90:131072:4 jetson-orin-agx:87:131072:3; do
+  IFS=: read -r profile cc context seqs <<<"$case"
+  "$EDGEPLAN" plan --profile "$ROOT/fixtures/profiles/$profile.json" --model llama-3.1-8b \
+    --context "$context" --concurrency "$seqs" --format json >"$WORK/gpu4-$profile.json" 2>/dev/null ||
+    die "$profile: the GPU 4-bit plan failed"
+  "$PY" "$HERE/check_gpu_4bit.py" "$WORK/tiny-gptq-gpu" "$LLAMA8B" "$cc" "$WORK/gpu4-$profile.json" \
+    >"$WORK/gpu4-$profile.out" 2>"$WORK/gpu4-$profile.err" ||
+    { cat "$WORK/gpu4-$profile.out" >&2; tail -n 30 "$WORK/gpu4-$profile.err" >&2; die "$profile: vLLM refused the GPU 4-bit plan"; }
+  tail -n 1 "$WORK/gpu4-$profile.out" >&2
+done
+lap "GPU 4-bit plans"
 
 # 6. bench --engine vllm: vLLM's own CPU kernels timed on tiny shapes through the
 #    embedded harness; the report must validate against `edgeplan schema bench`, and

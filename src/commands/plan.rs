@@ -260,7 +260,10 @@ fn memory_of(
 }
 
 /// `plan`, or, when its path does not fit and it names a memory fallback (a path chosen
-/// for speed over a smaller one), the plan re-made for memory, said on stderr.
+/// for speed or fidelity over a smaller one: a CPU's measured bf16, a GPU's 16-bit
+/// weights), the plan re-made for memory, said on stderr. The fallback is taken when it
+/// fits, or when the first path's weights alone do not; a KV cache too big for both
+/// keeps the first path and its advice (a shorter context or fewer sequences).
 fn fit_or_fall_back(
     plan: crate::plan::Plan,
     one: &Loaded,
@@ -271,12 +274,22 @@ fn fit_or_fall_back(
     let (Some(fallback), Some(spec)) = (&plan.memory_fallback, catalog.get(&plan.path.name)) else {
         return plan;
     };
-    if memory_of(one, spec, fit).fits != Some(false) {
+    let first = memory_of(one, spec, fit);
+    if first.fits != Some(false) {
         return plan;
     }
     let options = crate::plan::rules::Options { memory_first: true };
     let smaller =
         crate::plan::plan_one_with(one, request.priority, catalog, request.engine, options);
+    let smaller_fits = catalog
+        .get(&smaller.path.name)
+        .is_some_and(|s| memory_of(one, s, fit).fits == Some(true));
+    let weights_overflow = first
+        .budget_bytes
+        .is_some_and(|b| first.weights_bytes > b - first.headroom_bytes.unwrap_or(0).min(b));
+    if !smaller_fits && !weights_overflow {
+        return plan;
+    }
     diag!(
         "edgeplan: {}: {} does not fit at this context; planned its memory fallback, {}",
         one.label,

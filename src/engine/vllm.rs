@@ -4,7 +4,10 @@
 //! parser, quantization registry, `envs.py` and engine config) and is exercised by the
 //! end-to-end test (tests/engine_vllm.rs: build with the emitted script, serve with the
 //! emitted flags and env, get tokens):
-//! - a 4-bit path is a symmetric GPTQ v1 checkpoint: `--quantization gptq`; on CPU vLLM
+//! - a 4-bit path is a symmetric GPTQ v1 checkpoint: `--quantization gptq`. On a GPU
+//!   vLLM 0.33 loads it as `auto_gptq` (auto_gptq.py:213-233: `gptq`, `gptq_marlin`,
+//!   `auto_gptq` or no flag alike) and runs Machete on 9.0, Marlin from 7.5
+//!   (`choose_mp_linear_kernel`); on CPU vLLM
 //!   serves it through `CPUWNA16LinearKernel`, which runs W4A8 (`int4_scaled_mm_cpu`)
 //!   when `VLLM_CPU_INT4_W4A8=1`, the activations are bf16 and the CPU has AMX, else
 //!   W4A16 (`cpu_gemm_wna16`). The plan's kernel family sets the variable;
@@ -112,6 +115,9 @@ fn env(plan: &Plan) -> Vec<EnvVar> {
     vars
 }
 
+/// How vLLM 0.33 serves a GPTQ checkpoint on a GPU (read in the vllm 0.33.0 wheel).
+const GPU_GPTQ_NOTE: &str = "--quantization gptq on a GPU: vLLM loads the checkpoint as auto_gptq (the same for gptq_marlin, auto_gptq or no flag; auto_gptq.py:213-233) and its choose_mp_linear_kernel picks MacheteLinearKernel on compute capability 9.0 and MarlinLinearKernel from 7.5 (vLLM logs `Using ... for mixed-precision linear`); below 7.5 no kernel loads GPTQ. Not run on a GPU by edgeplan's tests.";
+
 /// What the rendering chose, for the plan's readers.
 fn notes(plan: &Plan) -> Vec<String> {
     let d = &plan.deploy;
@@ -119,6 +125,7 @@ fn notes(plan: &Plan) -> Vec<String> {
     match (d.target, d.kernel) {
         (Target::Cpu, KernelFamily::W4a8) => notes.push("vLLM serves the GPTQ checkpoint through CPUWNA16LinearKernel; VLLM_CPU_INT4_W4A8=1 with --dtype bfloat16 lets it run int4_scaled_mm_cpu (W4A8) on AMX. Not yet run inside vLLM on an AMX host by edgeplan's tests.".into()),
         (Target::Cpu, KernelFamily::W4a16) => notes.push("vLLM serves the GPTQ checkpoint through CPUWNA16LinearKernel; VLLM_CPU_INT4_W4A8=0 keeps it on cpu_gemm_wna16 (W4A16) even on an AMX host.".into()),
+        (Target::Gpu, KernelFamily::W4a16 | KernelFamily::W4a8) => notes.push(GPU_GPTQ_NOTE.into()),
         _ => {}
     }
     if d.target == Target::Cpu {

