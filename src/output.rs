@@ -46,17 +46,12 @@ pub fn display_width(text: &str) -> usize {
 }
 
 /// `text` word-wrapped to `width` columns, one string per line: the first line begins
-/// with `first`, the others with `rest` (a hanging indent). Each line of the text is
-/// escaped first ([`cell`]), so what is measured is what the terminal shows; a word
-/// wider than the room left is cut at the width, so no line is ever wider.
+/// with `first`, the others with `rest` (a hanging indent). The text is escaped first
+/// ([`cell`]: a newline in it is shown as `\n`, so it cannot start a line of its own),
+/// so what is measured is what the terminal shows; a word wider than the room left is
+/// cut at the width, so no line is ever wider.
 pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> {
-    let mut lines = Vec::new();
-    for (i, paragraph) in text.split('\n').enumerate() {
-        let escaped = cell(paragraph);
-        let lead = if i == 0 { first } else { rest };
-        lines.extend(wrap_units(escaped.split_whitespace(), width, lead, rest));
-    }
-    lines
+    wrap_units(cell(text).split_whitespace(), width, first, rest)
 }
 
 /// `units` laid out as words of a line wrapped to `width` columns (see [`wrap`]); a unit
@@ -339,6 +334,58 @@ mod tests {
         assert_eq!(ms(123.4), "123");
         assert_eq!(ms(5.914), "5.91");
         assert_eq!(ms(0.0824), "0.082");
+    }
+
+    #[test]
+    fn width_comes_from_columns_then_the_terminal_then_80() {
+        assert_eq!(width_from(None, None), 80);
+        assert_eq!(width_from(None, Some(132)), 132);
+        assert_eq!(width_from(Some("100"), Some(132)), 100);
+        assert_eq!(width_from(Some("wide"), Some(132)), 132);
+        assert_eq!(width_from(Some("0"), None), 80);
+        assert_eq!(width_from(Some("12"), None), MIN_WIDTH);
+    }
+
+    #[test]
+    fn wrap_keeps_every_line_within_the_width_with_a_hanging_indent() {
+        let text = "the W4A8 kernel itself can use zero points (mixed_precision/cpu.py:98 in vLLM 0.28) but stock vLLM refuses";
+        let lines = wrap(text, 30, "  - ", "    ");
+        assert_eq!(lines[0], "  - the W4A8 kernel itself can");
+        assert!(lines[1..].iter().all(|l| l.starts_with("    ") && !l.starts_with("     ")));
+        assert!(lines.iter().all(|l| display_width(l) <= 30), "{lines:#?}");
+        assert_eq!(lines.join(" ").split_whitespace().collect::<Vec<_>>(), {
+            let mut words = vec!["-"];
+            words.extend(text.split_whitespace());
+            words
+        });
+        // A word wider than the room is cut, never left wide.
+        let long = wrap(&"x".repeat(75), 30, "", "  ");
+        assert_eq!(long.len(), 3, "{long:?}");
+        assert!(long.iter().all(|l| display_width(l) <= 30), "{long:?}");
+        // Wide characters count two columns.
+        let wide = wrap(&"漢字".repeat(20), 20, "", "");
+        assert!(wide.iter().all(|l| display_width(l) <= 20), "{wide:?}");
+        assert_eq!(wide.len(), 4);
+        // Input cannot start a line of its own or reach the terminal raw.
+        let evil = wrap("ok\nedgeplan: all passed \u{1b}[2J", 80, "", "");
+        assert_eq!(evil, ["ok\\nedgeplan: all passed \\u{1b}[2J"]);
+        // Units stay whole: a flag keeps its value.
+        let flags = wrap_units(["--a 1", "--bb 22", "--ccc 333"], 16, "", "  ");
+        assert_eq!(flags, ["--a 1 --bb 22", "  --ccc 333"]);
+        assert_eq!(wrap("", 80, "  - ", "    "), ["  -"]);
+    }
+
+    #[test]
+    fn tables_fit_the_width() {
+        let mut t = table_at(40);
+        t.set_header(vec!["key", "value"]);
+        t.add_row(vec!["a", &"word ".repeat(30)]);
+        t.add_row(vec!["b", &"y".repeat(90)]);
+        let text = t.to_string();
+        assert!(text.lines().all(|l| display_width(l) <= 40), "{text}");
+        let mut narrow = table_at(80);
+        narrow.set_header(vec!["a"]).add_row(vec!["b"]);
+        assert!(narrow.to_string().starts_with("| a |"), "short tables stay short");
     }
 
     #[test]

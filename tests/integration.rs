@@ -16,3 +16,4 @@ mod script;
 mod snippets;
 mod terminal;
 mod util;
+mod width;

@@ -373,7 +373,9 @@ impl BenchReport {
             );
             out.push_str(&output::wrapped(&line, width, "", "  "));
         }
-        out.push_str(&output::wrapped(&self.verdict.summary_line(), width, "", "  "));
+        for line in self.verdict.summary_line().lines() {
+            out.push_str(&output::wrapped(line, width, "", "  "));
+        }
         for line in &self.verdict.notes {
             out.push_str(&output::wrapped(line, width, "  note: ", "        "));
         }
