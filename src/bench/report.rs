@@ -327,7 +327,7 @@ impl BenchReport {
         let mut header = vec!["path", "scheme", "kernel", "rel error", "cosine", "top-1"];
         if shared {
             let caption = format!(
-                "fidelity (layer {}; top-1: agreement over {} hidden states, vocab {}):",
+                "fidelity (layer {}; top-1 agreement over {} hidden states, vocab {}):",
                 first.layer, first.top1_states, first.top1_vocab
             );
             out.push_str(&output::wrapped(&caption, width, "", "  "));

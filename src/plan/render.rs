@@ -418,19 +418,12 @@ fn write_measured(out: &mut dyn Write, m: &Measured, width: usize) -> anyhow::Re
     let num = |v: Option<f64>, digits: usize| v.map_or("-".into(), |v| format!("{v:.digits$}"));
     let mut table = crate::output::table_at(width);
     table.set_header(vec![
-        "measured by bench",
-        "kernel",
-        "decode tok/s",
-        "decode ms/step",
-        "decode GB/s",
-        "prefill tok/s",
-        "rel error",
-        "top-1",
+        "path", "kernel", "tok/s", "ms/step", "GB/s", "prefill", "rel err", "top-1",
     ]);
     for p in &m.paths {
         let mut name = crate::output::cell(&p.path);
         if m.plan_bench_path.as_deref() == Some(p.path.as_str()) {
-            name.push_str(" (this plan)");
+            name.push_str(" *");
         }
         table.add_row(vec![
             name,
@@ -443,7 +436,9 @@ fn write_measured(out: &mut dyn Write, m: &Measured, width: usize) -> anyhow::Re
             num(p.top1_agreement.map(|t| t * 100.0), 1) + "%",
         ]);
     }
-    writeln!(out, "\n{table}")?;
+    let caption = "Measured by bench (* this plan's path): decode kernel, tok/s, ms/step and GB/s; prefill tok/s; fidelity (relative error, top-1 agreement)";
+    write!(out, "\n{}", crate::output::wrapped(caption, width, "", "  "))?;
+    writeln!(out, "{table}")?;
     let executor = match m.executor.as_deref() {
         Some("fake") => "fake executor: simulated figures, not measurements".to_string(),
         Some(e) => format!("{e} executor"),
@@ -492,8 +487,29 @@ fn write_explain_at(out: &mut dyn Write, plan: &Plan, width: usize) -> anyhow::R
         let line = format!("{}: {}", step.rule, step.outcome);
         out.write_all(wrapped(&line, width, &lead, "     ").as_bytes())?;
         for fact in &step.facts {
-            let line = format!("{} = {}  [{}]", fact.field, fact.value, fact.source);
-            out.write_all(wrapped(&line, width, "       ", "         ").as_bytes())?;
+            // `field = value  [source]`: the two spaces before the source kept, the source
+            // one unit (on the next line whole when it does not fit).
+            // An object value breaks between its members, as the kwargs do.
+            let mut units = vec![crate::output::cell(&fact.field), "=".to_string()];
+            match &fact.value {
+                serde_json::Value::Object(_) => units.extend(json_units(&fact.value)),
+                v => units.extend(
+                    crate::output::cell(&v.to_string())
+                        .split_whitespace()
+                        .map(String::from),
+                ),
+            }
+            let units: Vec<String> = units.iter().map(|u| crate::output::cell(u)).collect();
+            let source = crate::output::cell(&format!("[{}]", fact.source));
+            let mut units = units;
+            units.push(format!(" {source}"));
+            let lines = crate::output::wrap_units(
+                units.iter().map(String::as_str),
+                width,
+                "       ",
+                "         ",
+            );
+            writeln!(out, "{}", lines.join("\n"))?;
         }
     }
     writeln!(out, "\nAlternatives that lost:")?;
