@@ -33,7 +33,9 @@ pub fn width() -> usize {
 /// [`width`] from its inputs: the `COLUMNS` variable and the terminal's width (`None`
 /// when stdout is not a terminal).
 pub fn width_from(columns: Option<&str>, terminal: Option<usize>) -> usize {
-    let columns = columns.and_then(|c| c.trim().parse::<usize>().ok()).filter(|&c| c > 0);
+    let columns = columns
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c > 0);
     columns
         .or(terminal.filter(|&t| t > 0))
         .unwrap_or(DEFAULT_WIDTH)
@@ -351,7 +353,11 @@ mod tests {
         let text = "the W4A8 kernel itself can use zero points (mixed_precision/cpu.py:98 in vLLM 0.28) but stock vLLM refuses";
         let lines = wrap(text, 30, "  - ", "    ");
         assert_eq!(lines[0], "  - the W4A8 kernel itself can");
-        assert!(lines[1..].iter().all(|l| l.starts_with("    ") && !l.starts_with("     ")));
+        assert!(
+            lines[1..]
+                .iter()
+                .all(|l| l.starts_with("    ") && !l.starts_with("     "))
+        );
         assert!(lines.iter().all(|l| display_width(l) <= 30), "{lines:#?}");
         assert_eq!(lines.join(" ").split_whitespace().collect::<Vec<_>>(), {
             let mut words = vec!["-"];
@@ -385,7 +391,10 @@ mod tests {
         assert!(text.lines().all(|l| display_width(l) <= 40), "{text}");
         let mut narrow = table_at(80);
         narrow.set_header(vec!["a"]).add_row(vec!["b"]);
-        assert!(narrow.to_string().starts_with("| a |"), "short tables stay short");
+        assert!(
+            narrow.to_string().starts_with("| a |"),
+            "short tables stay short"
+        );
     }
 
     #[test]

@@ -78,7 +78,10 @@ fn confirmed_measurements_are_shown_beside_the_catalog() {
     assert!(outcome.contains("simulated test executor"), "{outcome}");
 
     let table = plan_out(&p, &["--explain"]);
-    assert!(table.contains("Measured by bench (* this plan's path)"), "{table}");
+    assert!(
+        table.contains("Measured by bench (* this plan's path)"),
+        "{table}"
+    );
     assert!(table.contains("| w4a8 * "), "{table}");
     assert!(
         table.contains("bench verdict: w4a8-amx at priority speed: confirmed"),

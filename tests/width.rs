@@ -68,7 +68,10 @@ fn profiles() -> Vec<PathBuf> {
 #[test]
 fn the_width_check_catches_a_wide_line() {
     assert!(too_wide(&"x".repeat(80), WIDTH).is_empty());
-    assert_eq!(too_wide(&format!("ok\n{}\n", "x".repeat(81)), WIDTH).len(), 1);
+    assert_eq!(
+        too_wide(&format!("ok\n{}\n", "x".repeat(81)), WIDTH).len(),
+        1
+    );
     // 41 wide characters are 82 columns though 41 chars.
     assert_eq!(too_wide(&"漢".repeat(41), WIDTH).len(), 1);
     let wide = std::process::Output {
@@ -86,7 +89,15 @@ fn plan_fits_80_columns_for_every_profile_priority_and_engine() {
         let p = profile.to_str().unwrap();
         for priority in ["speed", "fidelity"] {
             for engine in ["vllm", "llama.cpp"] {
-                let base = ["plan", "--profile", p, "--priority", priority, "--engine", engine];
+                let base = [
+                    "plan",
+                    "--profile",
+                    p,
+                    "--priority",
+                    priority,
+                    "--engine",
+                    engine,
+                ];
                 let with = |extra: &[&'static str]| {
                     let mut args = base.to_vec();
                     args.extend_from_slice(extra);
@@ -179,11 +190,11 @@ fn a_fake_bench_fits_80_columns() {
     );
     assert_fits("bench --quick (fake)", &out);
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("verdict: ") && text.contains("note: "), "{text}");
-    assert_fits(
-        "bench --list-kernels",
-        &run(&["bench", "--list-kernels"]),
+    assert!(
+        text.contains("verdict: ") && text.contains("note: "),
+        "{text}"
     );
+    assert_fits("bench --list-kernels", &run(&["bench", "--list-kernels"]));
 }
 
 #[test]
@@ -195,7 +206,10 @@ fn columns_widens_the_layout() {
         if let Some(c) = columns {
             cmd.env("COLUMNS", c);
         }
-        let out = cmd.current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap();
+        let out = cmd
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
         String::from_utf8(out.stdout)
             .unwrap()
             .lines()

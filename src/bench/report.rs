@@ -191,13 +191,20 @@ impl BenchReport {
             if rows.is_empty() {
                 continue;
             }
-            out.push_str(&output::wrapped(&self.phase_caption(phase, &rows), width, "", "  "));
+            out.push_str(&output::wrapped(
+                &self.phase_caption(phase, &rows),
+                width,
+                "",
+                "  ",
+            ));
             let mut table = output::table_at(width);
             let (roof, share) = match phase {
                 Phase::Decode => ("GB/s", "% bw"),
                 Phase::Prefill => ("TMAC/s", "% peak"),
             };
-            table.set_header(vec!["path", "kernel", "ms/step", "min-max", "tok/s", roof, share]);
+            table.set_header(vec![
+                "path", "kernel", "ms/step", "min-max", "tok/s", roof, share,
+            ]);
             for r in rows {
                 let (roof, share) = match phase {
                     Phase::Decode => (format!("{:.1}", r.weight_gbps), bandwidth_cell(r)),
@@ -207,7 +214,11 @@ impl BenchReport {
                     r.path.to_string(),
                     output::cell(&r.kernel),
                     output::ms(r.step_ms),
-                    format!("{}-{}", output::ms(r.step_ms_min), output::ms(r.step_ms_max)),
+                    format!(
+                        "{}-{}",
+                        output::ms(r.step_ms_min),
+                        output::ms(r.step_ms_max)
+                    ),
                     format!("{:.1}", r.tokens_per_s),
                     roof,
                     share,
@@ -218,8 +229,11 @@ impl BenchReport {
         if self.results.iter().any(over_the_roofline) {
             out.push_str(&output::wrapped(OVER_THE_ROOFLINE, width, "", "  "));
         }
-        let raced: Vec<&ResultRow> =
-            self.results.iter().filter(|r| !r.alternatives.is_empty()).collect();
+        let raced: Vec<&ResultRow> = self
+            .results
+            .iter()
+            .filter(|r| !r.alternatives.is_empty())
+            .collect();
         for r in &raced {
             let others: Vec<String> = r
                 .alternatives
@@ -247,7 +261,10 @@ impl BenchReport {
         layers.dedup();
         let timed = match layers.as_slice() {
             [one] => format!("{one} of {} layers timed", self.model.layers),
-            _ => format!("{} layers, some timed fewer (JSON: layers_measured)", self.model.layers),
+            _ => format!(
+                "{} layers, some timed fewer (JSON: layers_measured)",
+                self.model.layers
+            ),
         };
         let roof = match phase {
             Phase::Decode => "% bw: of the memory read bandwidth",
@@ -396,6 +413,9 @@ fn over_the_roofline(r: &ResultRow) -> bool {
 /// The `% bw` cell: the share, marked `*` when over 100 (see [`OVER_THE_ROOFLINE`]).
 fn bandwidth_cell(r: &ResultRow) -> String {
     let shown = output::percent(r.bandwidth_pct);
-    if over_the_roofline(r) { format!("{shown}*") } else { shown }
+    if over_the_roofline(r) {
+        format!("{shown}*")
+    } else {
+        shown
+    }
 }
-

@@ -660,7 +660,11 @@ mod tests {
         let edge = [c(Decode, W4A8, W4A16, &spread(0.98, 1.08, 75))];
         let v = decide_paired(plan("w4a8-amx", "speed"), &rows, &edge);
         assert_eq!(v.status, Status::Inconclusive, "{}", v.reason);
-        assert!(v.reason.contains("more rounds will not settle"), "{}", v.reason);
+        assert!(
+            v.reason.contains("more rounds will not settle"),
+            "{}",
+            v.reason
+        );
         assert!(v.reason.contains("band's edge"), "{}", v.reason);
         assert!(!v.reason.contains("--rounds"), "{}", v.reason);
     }

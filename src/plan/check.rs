@@ -180,7 +180,10 @@ const NOT_PROFILE: usize = 51;
 fn profile_cell(profile: &str, label: &str, width: usize) -> String {
     let stem = Path::new(profile).file_stem().and_then(|s| s.to_str());
     let mut shown = crate::output::cell(profile);
-    if let Some(slash) = shown.rfind('/').filter(|_| crate::output::display_width(&shown) + NOT_PROFILE > width) {
+    if let Some(slash) = shown
+        .rfind('/')
+        .filter(|_| crate::output::display_width(&shown) + NOT_PROFILE > width)
+    {
         shown.insert(slash + 1, '\n');
     }
     if stem == Some(label) {

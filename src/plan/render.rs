@@ -59,7 +59,9 @@ fn flag_units<S: AsRef<str>>(words: &[S]) -> Vec<String> {
     let mut units: Vec<String> = Vec::new();
     for word in words.iter().map(AsRef::as_ref) {
         match units.last_mut() {
-            Some(last) if !word.starts_with('-') && last.starts_with('-') && !last.contains(' ') => {
+            Some(last)
+                if !word.starts_with('-') && last.starts_with('-') && !last.contains(' ') =>
+            {
                 last.push(' ');
                 last.push_str(word);
             }
@@ -290,9 +292,20 @@ fn summary_rows(plan: &Plan) -> anyhow::Result<Vec<(String, Value)>> {
         Some(e) => format!("{}: does not run this path", e.name),
         None => "not rendered".into(),
     };
-    let flags = plan.engine.as_ref().map(|e| e.flags.clone()).unwrap_or_default();
-    let env: Vec<String> = engine_env(plan).split_whitespace().map(String::from).collect();
-    let command = plan.engine.as_ref().map(|e| e.command.clone()).unwrap_or_default();
+    let flags = plan
+        .engine
+        .as_ref()
+        .map(|e| e.flags.clone())
+        .unwrap_or_default();
+    let env: Vec<String> = engine_env(plan)
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    let command = plan
+        .engine
+        .as_ref()
+        .map(|e| e.command.clone())
+        .unwrap_or_default();
     let mut rows = vec![
         text("class", plan.hardware_class.to_string()),
         text("priority", plan.priority.as_str().into()),
@@ -437,7 +450,11 @@ fn write_measured(out: &mut dyn Write, m: &Measured, width: usize) -> anyhow::Re
         ]);
     }
     let caption = "Measured by bench (* this plan's path): decode kernel, tok/s, ms/step and GB/s; prefill tok/s; fidelity (relative error, top-1 agreement)";
-    write!(out, "\n{}", crate::output::wrapped(caption, width, "", "  "))?;
+    write!(
+        out,
+        "\n{}",
+        crate::output::wrapped(caption, width, "", "  ")
+    )?;
     writeln!(out, "{table}")?;
     let executor = match m.executor.as_deref() {
         Some("fake") => "fake executor: simulated figures, not measurements".to_string(),
@@ -618,7 +635,13 @@ impl FleetTable {
         writeln!(out, "{devices}\n")?;
         if self.memory {
             let mut fit = crate::output::table_at(self.width);
-            fit.set_header(vec!["device", "fits", "max context", "need GiB", "budget GiB"]);
+            fit.set_header(vec![
+                "device",
+                "fits",
+                "max context",
+                "need GiB",
+                "budget GiB",
+            ]);
             for row in &self.rows {
                 let mut cells = vec![row.cells[0].clone()];
                 cells.extend(row.memory.iter().cloned());
