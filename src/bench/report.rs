@@ -419,3 +419,24 @@ fn bandwidth_cell(r: &ResultRow) -> String {
         shown
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::backend::KernelPath;
+
+    #[test]
+    fn a_decode_share_over_100_is_marked_and_prefill_never() {
+        let mut row = ResultRow::example(KernelPath::W4A8, Phase::Decode, 10.0, 0.1, "k");
+        row.bandwidth_pct = Some(99.6);
+        assert_eq!(bandwidth_cell(&row), "100%", "rounds to 100, not over it");
+        row.bandwidth_pct = Some(108.0);
+        assert_eq!(bandwidth_cell(&row), "108%*");
+        assert!(over_the_roofline(&row));
+        row.phase = Phase::Prefill;
+        assert!(!over_the_roofline(&row));
+        row.bandwidth_pct = None;
+        assert_eq!(bandwidth_cell(&row), "-");
+        assert!(OVER_THE_ROOFLINE.starts_with("* over 100 %"));
+    }
+}

@@ -272,9 +272,7 @@ fn quantization_cell(plan: &Plan) -> String {
     }
 }
 
-/// The one-device table's rows: the path, the engine's rendering, threads and KV. The
-/// kwargs JSON, the flags, the environment and the serve command each have their own
-/// row, broken between members, flags and words.
+/// The one-device table's rows: the path, the engine's rendering, threads and KV.
 fn summary_rows(plan: &Plan) -> anyhow::Result<Vec<(String, Value)>> {
     let p = &plan.path;
     let text = |k: &str, v: String| (k.to_string(), Value::Text(v));
@@ -282,30 +280,6 @@ fn summary_rows(plan: &Plan) -> anyhow::Result<Vec<(String, Value)>> {
         .bits_per_weight
         .map(|b| format!("{b}"))
         .unwrap_or_else(|| "unknown".into());
-    let engine = match &plan.engine {
-        Some(e) if e.runs => format!(
-            "{} ({}; checked against {})",
-            e.name,
-            e.package.as_deref().unwrap_or("-"),
-            e.checked_against.join(", ")
-        ),
-        Some(e) => format!("{}: does not run this path", e.name),
-        None => "not rendered".into(),
-    };
-    let flags = plan
-        .engine
-        .as_ref()
-        .map(|e| e.flags.clone())
-        .unwrap_or_default();
-    let env: Vec<String> = engine_env(plan)
-        .split_whitespace()
-        .map(String::from)
-        .collect();
-    let command = plan
-        .engine
-        .as_ref()
-        .map(|e| e.command.clone())
-        .unwrap_or_default();
     let mut rows = vec![
         text("class", plan.hardware_class.to_string()),
         text("priority", plan.priority.as_str().into()),
@@ -322,31 +296,8 @@ fn summary_rows(plan: &Plan) -> anyhow::Result<Vec<(String, Value)>> {
                 .to_string(),
         ),
         text("activations", plan.deploy.activations.as_str().to_string()),
-        text("engine", engine),
-        (
-            "engine kwargs".into(),
-            Value::Units(json_units(&serde_json::to_value(&plan.engine_kwargs)?)),
-        ),
     ];
-    if !flags.is_empty() {
-        rows.push(("engine flags".into(), Value::Units(flag_units(&flags))));
-    }
-    rows.push(if env.is_empty() {
-        text("engine env", "none".into())
-    } else {
-        ("engine env".into(), Value::Units(env))
-    });
-    rows.push(if command.is_empty() {
-        text("serve with", "none".into())
-    } else {
-        let words: Vec<&str> = command
-            .iter()
-            .map(String::as_str)
-            .chain(["MODEL"])
-            .chain(flags.iter().map(String::as_str))
-            .collect();
-        ("serve with".into(), Value::Units(flag_units(&words)))
-    });
+    rows.extend(engine_rows(plan)?);
     rows.extend([
         text(
             "build with",
@@ -373,6 +324,58 @@ fn summary_rows(plan: &Plan) -> anyhow::Result<Vec<(String, Value)>> {
             },
         ),
     ]);
+    Ok(rows)
+}
+
+/// The engine's rows: which engine, then the kwargs JSON, the flags, the environment
+/// and the serve command, each in its own row, broken between members, flags and words.
+fn engine_rows(plan: &Plan) -> anyhow::Result<Vec<(String, Value)>> {
+    let text = |k: &str, v: String| (k.to_string(), Value::Text(v));
+    let engine = match &plan.engine {
+        Some(e) if e.runs => format!(
+            "{} ({}; checked against {})",
+            e.name,
+            e.package.as_deref().unwrap_or("-"),
+            e.checked_against.join(", ")
+        ),
+        Some(e) => format!("{}: does not run this path", e.name),
+        None => "not rendered".into(),
+    };
+    let (flags, command) = plan
+        .engine
+        .as_ref()
+        .map(|e| (e.flags.clone(), e.command.clone()))
+        .unwrap_or_default();
+    let env: Vec<String> = engine_env(plan)
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    let mut rows = vec![
+        text("engine", engine),
+        (
+            "engine kwargs".into(),
+            Value::Units(json_units(&serde_json::to_value(&plan.engine_kwargs)?)),
+        ),
+    ];
+    if !flags.is_empty() {
+        rows.push(("engine flags".into(), Value::Units(flag_units(&flags))));
+    }
+    rows.push(if env.is_empty() {
+        text("engine env", "none".into())
+    } else {
+        ("engine env".into(), Value::Units(env))
+    });
+    rows.push(if command.is_empty() {
+        text("serve with", "none".into())
+    } else {
+        let words: Vec<&str> = command
+            .iter()
+            .map(String::as_str)
+            .chain(["MODEL"])
+            .chain(flags.iter().map(String::as_str))
+            .collect();
+        ("serve with".into(), Value::Units(flag_units(&words)))
+    });
     Ok(rows)
 }
 
