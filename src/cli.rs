@@ -28,6 +28,16 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// Parses the process's arguments, with `-h`, `--help` and usage errors wrapped to
+/// [`crate::output::width`] (the terminal, `COLUMNS`, or 80), as the tables are.
+pub fn parse() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Cli::command()
+        .term_width(crate::output::width())
+        .get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit())
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Print the device profile (CPU features with OS enablement, memory, GPUs, Jetson, Android NPU).

@@ -3,12 +3,10 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-use edgeplan::cli::Cli;
 use edgeplan::error::{exit_for, is_broken_pipe, one_line};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = edgeplan::cli::parse();
     match edgeplan::run(cli) {
         Ok(exit) => ExitCode::from(exit.code()),
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,

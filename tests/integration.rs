@@ -17,3 +17,4 @@ mod script;
 mod snippets;
 mod terminal;
 mod util;
+mod width;

@@ -11,6 +11,8 @@ pub fn edgeplan() -> Command {
         }
     }
     cmd.env("NO_COLOR", "1");
+    // Human output is laid out for COLUMNS when set; the tests pin the default, 80.
+    cmd.env_remove("COLUMNS");
     cmd
 }
 

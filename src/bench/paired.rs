@@ -128,6 +128,43 @@ pub fn wants_more(ci: &Interval) -> bool {
     judge(ci) == Judgement::Undecided && (ci.n < MIN_ROUNDS || ci.relative_width() > TIE_BAND)
 }
 
+/// The most rounds worth advising: `--rounds` accepts up to 5000.
+pub const MAX_ADVISED_ROUNDS: usize = 5000;
+
+/// A median this close to the band's edge (relative) is on it: no count of rounds
+/// separates the two paths from the band.
+pub const ON_THE_EDGE: f64 = 0.002;
+
+/// How many rounds an undecided interval would need to leave the tie band's edge at the
+/// spread observed, or `None` when no count of rounds would (its median sits on the
+/// edge, or it would take more than [`MAX_ADVISED_ROUNDS`]).
+///
+/// The side of the interval that crosses the edge (from the median to the high end when
+/// the median is inside the band, to the low end when it is beyond) narrows as
+/// `1 / sqrt(n)` for a sign interval over ratios of a fixed distribution; the estimate
+/// is the `n` at which that side fits between the median and the edge.
+pub fn rounds_to_settle(ci: &Interval) -> Option<usize> {
+    if judge(ci) != Judgement::Undecided {
+        return Some(ci.n);
+    }
+    if ci.n < MIN_ROUNDS {
+        return Some(MIN_ROUNDS.max(2 * ci.n));
+    }
+    let edge = 1.0 + TIE_BAND;
+    let gap = (ci.median - edge).abs();
+    if gap <= ON_THE_EDGE * edge {
+        return None;
+    }
+    let side = if ci.median <= edge {
+        ci.high - ci.median
+    } else {
+        ci.median - ci.low
+    };
+    // The epsilon keeps an exact ratio (2.0000000000000004) from rounding up a round.
+    let needed = (ci.n as f64 * (side / gap).powi(2) - 1e-9).ceil();
+    (needed <= MAX_ADVISED_ROUNDS as f64).then(|| (needed as usize).max(ci.n + 1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,6 +265,33 @@ mod tests {
         assert_eq!(outcome(&a, &b), Judgement::Undecided);
         let ci = median_interval(&ratios(&a, &b)).unwrap();
         assert!(wants_more(&ci));
+    }
+
+    fn ci(low: f64, median: f64, high: f64, n: usize) -> Interval {
+        Interval {
+            median,
+            low,
+            high,
+            n,
+        }
+    }
+
+    #[test]
+    fn rounds_to_settle_scale_with_the_spread_and_stop_at_the_edge() {
+        // Median 2 % under the edge at 1.03, the high end 4 % over the median: the side
+        // must halve, which takes four times the rounds.
+        assert_eq!(rounds_to_settle(&ci(0.98, 1.01, 1.05, 20)), Some(80));
+        // Beyond the band: the low side must fit between the median and the edge.
+        assert_eq!(rounds_to_settle(&ci(1.02, 1.05, 1.06, 10)), Some(23));
+        // On the edge: no count of rounds separates the two from the band.
+        assert_eq!(rounds_to_settle(&ci(1.00, 1.031, 1.06, 75)), None);
+        // Far more than --rounds allows is the same as never.
+        assert_eq!(rounds_to_settle(&ci(0.90, 1.02, 1.20, 75)), None);
+        // Already decided, or too few rounds to say.
+        assert_eq!(rounds_to_settle(&ci(0.90, 0.95, 1.0, 12)), Some(12));
+        assert_eq!(rounds_to_settle(&ci(0.5, 1.0, 1.5, 3)), Some(MIN_ROUNDS));
+        // Never fewer than one more round than were run.
+        assert_eq!(rounds_to_settle(&ci(0.99, 1.0, 1.0301, 40)), Some(41));
     }
 
     #[test]

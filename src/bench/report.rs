@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use super::backend::Phase;
 use super::rows::{Bandwidth, FidelityRow, KernelCheck, Peak, ResultRow};
 use super::verdict::Verdict;
 use crate::output;
@@ -87,12 +88,17 @@ pub struct MemoryUse {
 impl BenchReport {
     /// The human rendering: a header, the results, fidelity and kernel tables, the verdict.
     pub fn to_table(&self) -> String {
+        self.to_table_at(output::width())
+    }
+
+    /// [`BenchReport::to_table`] laid out for `width` columns.
+    pub fn to_table_at(&self, width: usize) -> String {
         let mut out = String::new();
-        self.write_header(&mut out);
-        self.write_results(&mut out);
-        self.write_paired(&mut out);
-        self.write_fidelity(&mut out);
-        self.write_verdict(&mut out);
+        self.write_header(&mut out, width);
+        self.write_results(&mut out, width);
+        self.write_paired(&mut out, width);
+        self.write_fidelity(&mut out, width);
+        self.write_verdict(&mut out, width);
         if let Some(engine) = &self.engine {
             out.push('\n');
             engine.write_table(&mut out);
@@ -101,7 +107,7 @@ impl BenchReport {
     }
 
     /// The run: model, threads, L3, executor, bandwidth, peaks, memory.
-    fn write_header(&self, out: &mut String) {
+    fn write_header(&self, out: &mut String, width: usize) {
         let bw = self
             .bandwidth
             .as_ref()
@@ -114,8 +120,7 @@ impl BenchReport {
                     output::bytes(b.buffer_bytes)
                 )
             });
-        let _ = writeln!(
-            out,
+        let first = format!(
             "edgeplan bench: {} ({} layers), {} threads{}, L3 {} ({})",
             self.model.name,
             self.model.layers,
@@ -124,14 +129,15 @@ impl BenchReport {
             output::bytes(self.host.l3_bytes),
             self.host.l3_source
         );
-        let _ = writeln!(
-            out,
+        out.push_str(&output::wrapped(&first, width, "", "  "));
+        let host = format!(
             "host: {}, run started {}, {} {}",
             self.host.cpu_model.as_deref().unwrap_or("unknown CPU"),
             self.measured_at,
             self.tool.name,
             self.tool.version
         );
+        out.push_str(&output::wrapped(&host, width, "", "  "));
         if self.executor != "real" {
             let _ = writeln!(
                 out,
@@ -139,25 +145,31 @@ impl BenchReport {
                 self.executor
             );
         }
-        let _ = writeln!(out, "memory read bandwidth: {bw}");
-        let peaks: Vec<String> = self
-            .peaks
-            .iter()
-            .map(|p| match (p.tmacs, &p.skipped) {
-                (Some(t), _) if p.emulated.is_some() => {
-                    format!(
-                        "{} {t:.3} TMAC/s (emulated, not a measurement)",
-                        p.unit.as_str()
-                    )
-                }
-                (Some(t), _) => format!("{} {t:.3} TMAC/s", p.unit.as_str()),
-                (None, Some(why)) => format!("{} skipped ({why})", p.unit.as_str()),
-                (None, None) => format!("{} -", p.unit.as_str()),
-            })
-            .collect();
-        let _ = writeln!(out, "compute peaks: {}", peaks.join("; "));
-        let _ = writeln!(
-            out,
+        let bw = format!("memory read bandwidth: {bw}");
+        out.push_str(&output::wrapped(&bw, width, "", "  "));
+        // Units skipped for the same reason are named once, after it.
+        let mut peaks: Vec<String> = Vec::new();
+        let mut skipped: Vec<(&str, Vec<&str>)> = Vec::new();
+        for p in &self.peaks {
+            match (p.tmacs, &p.skipped) {
+                (Some(t), _) if p.emulated.is_some() => peaks.push(format!(
+                    "{} {t:.3} TMAC/s (emulated, not a measurement)",
+                    p.unit.as_str()
+                )),
+                (Some(t), _) => peaks.push(format!("{} {t:.3} TMAC/s", p.unit.as_str())),
+                (None, Some(why)) => match skipped.iter_mut().find(|(w, _)| w == why) {
+                    Some((_, units)) => units.push(p.unit.as_str()),
+                    None => skipped.push((why, vec![p.unit.as_str()])),
+                },
+                (None, None) => peaks.push(format!("{} -", p.unit.as_str())),
+            }
+        }
+        for (why, units) in skipped {
+            peaks.push(format!("{} skipped ({why})", units.join(", ")));
+        }
+        let peaks = format!("compute peaks: {}", peaks.join("; "));
+        out.push_str(&output::wrapped(&peaks, width, "", "  "));
+        let memory = format!(
             "memory: planned peak {}, resident peak {}, budget {}",
             output::bytes(self.memory.planned_peak_bytes),
             self.memory
@@ -167,62 +179,111 @@ impl BenchReport {
                 .budget_bytes
                 .map_or("an unknown budget".to_string(), output::bytes)
         );
+        out.push_str(&output::wrapped(&memory, width, "", "  "));
         out.push('\n');
     }
 
-    /// The results table and who won each race.
-    fn write_results(&self, out: &mut String) {
-        let mut table = output::table();
-        table.set_header(vec![
-            "path", "phase", "tokens", "kernel", "ms/step", "min-max", "tok/s", "GB/s", "% bw",
-            "TMAC/s", "% peak", "layers",
-        ]);
-        for r in &self.results {
-            table.add_row(vec![
-                r.path.to_string(),
-                r.phase.name().to_string(),
-                r.tokens.to_string(),
-                r.kernel.clone(),
-                output::ms(r.step_ms),
-                format!(
-                    "{}-{}",
-                    output::ms(r.step_ms_min),
-                    output::ms(r.step_ms_max)
-                ),
-                format!("{:.1}", r.tokens_per_s),
-                format!("{:.1}", r.weight_gbps),
-                output::percent(r.bandwidth_pct),
-                format!("{:.3}", r.tmacs),
-                output::percent(r.peak_pct),
-                format!("{}/{}", r.layers_measured, self.model.layers),
+    /// The results, one table per phase (decode against the bandwidth roofline, prefill
+    /// against the compute peak), and who won each race.
+    fn write_results(&self, out: &mut String, width: usize) {
+        for phase in [Phase::Decode, Phase::Prefill] {
+            let rows: Vec<&ResultRow> = self.results.iter().filter(|r| r.phase == phase).collect();
+            if rows.is_empty() {
+                continue;
+            }
+            out.push_str(&output::wrapped(
+                &self.phase_caption(phase, &rows),
+                width,
+                "",
+                "  ",
+            ));
+            let mut table = output::table_at(width);
+            let (roof, share) = match phase {
+                Phase::Decode => ("GB/s", "% bw"),
+                Phase::Prefill => ("TMAC/s", "% peak"),
+            };
+            table.set_header(vec![
+                "path", "kernel", "ms/step", "min-max", "tok/s", roof, share,
             ]);
+            for r in rows {
+                let (roof, share) = match phase {
+                    Phase::Decode => (format!("{:.1}", r.weight_gbps), bandwidth_cell(r)),
+                    Phase::Prefill => (format!("{:.3}", r.tmacs), output::percent(r.peak_pct)),
+                };
+                table.add_row(vec![
+                    r.path.to_string(),
+                    output::cell(&r.kernel),
+                    output::ms(r.step_ms),
+                    format!(
+                        "{}-{}",
+                        output::ms(r.step_ms_min),
+                        output::ms(r.step_ms_max)
+                    ),
+                    format!("{:.1}", r.tokens_per_s),
+                    roof,
+                    share,
+                ]);
+            }
+            let _ = writeln!(out, "{table}\n");
         }
-        let _ = writeln!(out, "{table}");
-        for r in self.results.iter().filter(|r| !r.alternatives.is_empty()) {
+        if self.results.iter().any(over_the_roofline) {
+            out.push_str(&output::wrapped(OVER_THE_ROOFLINE, width, "", "  "));
+        }
+        let raced: Vec<&ResultRow> = self
+            .results
+            .iter()
+            .filter(|r| !r.alternatives.is_empty())
+            .collect();
+        for r in &raced {
             let others: Vec<String> = r
                 .alternatives
                 .iter()
                 .map(|a| format!("{} {} ms", a.kernel, output::ms(a.step_ms)))
                 .collect();
-            let _ = writeln!(
-                out,
+            let line = format!(
                 "{} {}: {} won the race against {}",
                 r.path,
                 r.phase.name(),
                 r.kernel,
                 others.join(", ")
             );
+            out.push_str(&output::wrapped(&line, width, "", "  "));
         }
-        out.push('\n');
+        if !raced.is_empty() {
+            out.push('\n');
+        }
+    }
+
+    /// The line above a phase's table: tokens per step and the layers timed.
+    fn phase_caption(&self, phase: Phase, rows: &[&ResultRow]) -> String {
+        let tokens = rows.first().map_or(0, |r| r.tokens);
+        let mut layers: Vec<usize> = rows.iter().map(|r| r.layers_measured).collect();
+        layers.dedup();
+        let timed = match layers.as_slice() {
+            [one] => format!("{one} of {} layers timed", self.model.layers),
+            _ => format!(
+                "{} layers, some timed fewer (JSON: layers_measured)",
+                self.model.layers
+            ),
+        };
+        let roof = match phase {
+            Phase::Decode => "% bw: of the memory read bandwidth",
+            Phase::Prefill => "% peak: of the kernel's compute peak",
+        };
+        let tokens = if tokens == 1 {
+            "1 token".to_string()
+        } else {
+            format!("{tokens} tokens")
+        };
+        format!("{} ({tokens} per step, {timed}; {roof}):", phase.name())
     }
 
     /// The paired rounds: each comparison's ratio, interval and judgement.
-    fn write_paired(&self, out: &mut String) {
+    fn write_paired(&self, out: &mut String, width: usize) {
         let Some(p) = &self.paired else {
             return;
         };
-        let _ = writeln!(
-            out,
+        let line = format!(
             "paired rounds: {} in {:.1} s (stopped: {}); ratio = planned / rival step time per round, median and {:.0}% sign interval, tie band {:.0}%",
             p.rounds,
             p.seconds,
@@ -234,6 +295,7 @@ impl BenchReport {
             p.confidence * 100.0,
             p.tie_band_pct
         );
+        out.push_str(&output::wrapped(&line, width, "", "  "));
         if p.comparisons.is_empty() {
             let _ = writeln!(
                 out,
@@ -242,7 +304,7 @@ impl BenchReport {
             out.push('\n');
             return;
         }
-        let mut table = output::table();
+        let mut table = output::table_at(width);
         table.set_header(vec![
             "phase",
             "planned",
@@ -269,60 +331,112 @@ impl BenchReport {
         let _ = writeln!(out, "{table}\n");
     }
 
-    /// The fidelity table, when fidelity was measured.
-    fn write_fidelity(&self, out: &mut String) {
-        if !self.fidelity.is_empty() {
-            let mut table = output::table();
-            table.set_header(vec![
-                "path",
-                "scheme",
-                "kernel",
-                "rel error",
-                "cosine",
-                "top-1 agreement",
-                "layer",
-            ]);
-            for f in &self.fidelity {
-                table.add_row(vec![
-                    f.path.to_string(),
-                    f.scheme.clone(),
-                    f.kernel.clone(),
-                    format!("{:.4}", f.rel_error),
-                    format!("{:.5}", f.cosine),
-                    format!(
-                        "{:.1}% of {} (vocab {})",
-                        f.top1_agreement * 100.0,
-                        f.top1_states,
-                        f.top1_vocab
-                    ),
-                    f.layer.clone(),
-                ]);
-            }
-            let _ = writeln!(out, "{table}\n");
+    /// The fidelity table, when fidelity was measured; the layer and the top-1 sample
+    /// sizes go in the caption when every row shares them.
+    fn write_fidelity(&self, out: &mut String, width: usize) {
+        let Some(first) = self.fidelity.first() else {
+            return;
+        };
+        let shared = self.fidelity.iter().all(|f| {
+            (&f.layer, f.top1_states, f.top1_vocab)
+                == (&first.layer, first.top1_states, first.top1_vocab)
+        });
+        let mut header = vec!["path", "scheme", "kernel", "rel error", "cosine", "top-1"];
+        if shared {
+            let caption = format!(
+                "fidelity (layer {}; top-1 agreement over {} hidden states, vocab {}):",
+                first.layer, first.top1_states, first.top1_vocab
+            );
+            out.push_str(&output::wrapped(&caption, width, "", "  "));
+        } else {
+            header.push("layer");
         }
+        let mut table = output::table_at(width);
+        table.set_header(header);
+        for f in &self.fidelity {
+            let top1 = if shared {
+                format!("{:.1}%", f.top1_agreement * 100.0)
+            } else {
+                format!(
+                    "{:.1}% of {} (vocab {})",
+                    f.top1_agreement * 100.0,
+                    f.top1_states,
+                    f.top1_vocab
+                )
+            };
+            let mut row = vec![
+                f.path.to_string(),
+                output::cell(&f.scheme),
+                output::cell(&f.kernel),
+                format!("{:.4}", f.rel_error),
+                format!("{:.5}", f.cosine),
+                top1,
+            ];
+            if !shared {
+                row.push(output::cell(&f.layer));
+            }
+            table.add_row(row);
+        }
+        let _ = writeln!(out, "{table}\n");
     }
 
-    /// Failed kernels, the verdict and the notes.
-    fn write_verdict(&self, out: &mut String) {
-        let problems: Vec<&KernelCheck> = self
-            .kernels
-            .iter()
-            .filter(|k| k.status == "failed")
-            .collect();
-        for k in problems {
-            let _ = writeln!(
-                out,
+    /// Failed kernels, the verdict and the notes, each wrapped with a hanging indent.
+    fn write_verdict(&self, out: &mut String, width: usize) {
+        for k in self.kernels.iter().filter(|k| k.status == "failed") {
+            let line = format!(
                 "kernel {} FAILED its correctness check and was not timed: {}",
                 k.name,
                 k.detail.as_deref().unwrap_or("no detail")
             );
+            out.push_str(&output::wrapped(&line, width, "", "  "));
         }
-        let _ = writeln!(out, "{}", self.verdict.summary_line());
+        for line in self.verdict.summary_line().lines() {
+            out.push_str(&output::wrapped(line, width, "", "  "));
+        }
         for line in &self.verdict.notes {
-            let _ = writeln!(out, "  note: {line}");
+            out.push_str(&output::wrapped(line, width, "  note: ", "        "));
         }
         for note in &self.notes {
-            let _ = writeln!(out, "note: {note}");
+            out.push_str(&output::wrapped(note, width, "note: ", "      "));
         }
+    }
+}
+
+/// What a decode `% bw` over 100 means, said under the tables when one is.
+pub const OVER_THE_ROOFLINE: &str = "* over 100 %: the decode read its weights faster than the bandwidth probe read its buffer in the same rounds. No kernel reads memory faster than the memory delivers: the probe under-reads on this host (its access pattern, or a probe pass slowed by other load), so treat the share as 100 % and the probe as a lower bound";
+
+/// Whether a row's bandwidth share is over the roofline.
+fn over_the_roofline(r: &ResultRow) -> bool {
+    r.phase == Phase::Decode && r.bandwidth_pct.is_some_and(|p| p > 100.5)
+}
+
+/// The `% bw` cell: the share, marked `*` when over 100 (see [`OVER_THE_ROOFLINE`]).
+fn bandwidth_cell(r: &ResultRow) -> String {
+    let shown = output::percent(r.bandwidth_pct);
+    if over_the_roofline(r) {
+        format!("{shown}*")
+    } else {
+        shown
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::backend::KernelPath;
+
+    #[test]
+    fn a_decode_share_over_100_is_marked_and_prefill_never() {
+        let mut row = ResultRow::example(KernelPath::W4A8, Phase::Decode, 10.0, 0.1, "k");
+        row.bandwidth_pct = Some(99.6);
+        assert_eq!(bandwidth_cell(&row), "100%", "rounds to 100, not over it");
+        row.bandwidth_pct = Some(108.0);
+        assert_eq!(bandwidth_cell(&row), "108%*");
+        assert!(over_the_roofline(&row));
+        row.phase = Phase::Prefill;
+        assert!(!over_the_roofline(&row));
+        row.bandwidth_pct = None;
+        assert_eq!(bandwidth_cell(&row), "-");
+        assert!(OVER_THE_ROOFLINE.starts_with("* over 100 %"));
     }
 }

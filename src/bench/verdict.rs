@@ -29,7 +29,7 @@
 use serde::Serialize;
 
 use super::backend::{KernelPath, Phase};
-use super::paired::{Judgement, TIE_BAND};
+use super::paired::{self, Judgement, TIE_BAND};
 use super::rows::{Comparison, FidelityRow, ResultRow};
 
 /// Relative error slack when ranking fidelity.
@@ -365,10 +365,54 @@ fn decide_speed(v: &mut Verdict, path: KernelPath, measured: &[Phase], compariso
         let mut parts = lost;
         parts.extend(open);
         v.reason = format!(
-            "{}: the 95% intervals (widest {widest:.0}% of the ratio) do not settle against the {band:.0}% tie band; run again with more rounds (--rounds 40, or a larger --budget) or on a quieter host",
-            parts.join("; ")
+            "{}: the 95% intervals (widest {widest:.0}% of the ratio) do not settle against the {band:.0}% tie band; {}",
+            parts.join("; "),
+            advice(comparisons)
         );
     }
+}
+
+/// What would settle the undecided comparisons, from the spread their rounds showed:
+/// the rounds the sign intervals would need, or that no count of rounds will.
+fn advice(comparisons: &[Comparison]) -> String {
+    let band = TIE_BAND * 100.0;
+    let undecided = comparisons
+        .iter()
+        .filter(|c| c.judgement == Judgement::Undecided);
+    let mut needed = 0usize;
+    let mut never = Vec::new();
+    for c in undecided {
+        match paired::rounds_to_settle(&c.ratio) {
+            Some(n) => needed = needed.max(n),
+            None => never.push(c),
+        }
+    }
+    if let Some(c) = never.first() {
+        let edge = 1.0 + TIE_BAND;
+        let why = if (c.ratio.median - edge).abs() <= paired::ON_THE_EDGE * edge {
+            format!(
+                "its median ratio {:.3} sits on the {band:.0}% band's edge: {} and {} differ by about {band:.0}%",
+                c.ratio.median, c.planned, c.rival
+            )
+        } else {
+            format!(
+                "at the spread observed it would take over {} rounds",
+                paired::MAX_ADVISED_ROUNDS
+            )
+        };
+        return format!(
+            "more rounds will not settle {} vs {} in {} ({why}); a quieter host narrows the intervals, or read the two as tied within about {band:.0}%",
+            c.planned,
+            c.rival,
+            c.phase.name()
+        );
+    }
+    // Rounded up to a multiple of ten: the estimate is no finer than that.
+    let rounds = needed.div_ceil(10) * 10;
+    let run = comparisons.iter().map(|c| c.ratio.n).max().unwrap_or(0);
+    format!(
+        "at the spread observed over {run} rounds, about {rounds} would settle it: run again with --rounds {rounds} (or a quieter host, which narrows the intervals)"
+    )
 }
 
 /// When edgeplan's own W4A8 kernel beat the plan on an x86 host without usable AMX,
@@ -589,6 +633,40 @@ mod tests {
         assert_eq!(v.status, Status::Inconclusive, "{}", v.reason);
         assert!(v.reason.contains("--rounds"), "{}", v.reason);
         assert!(v.noisy);
+    }
+
+    #[test]
+    fn inconclusive_advice_follows_the_spread() {
+        let rows = [
+            r(W4A8, Decode, 51.0, 0.1, "a"),
+            r(W4A16, Decode, 50.0, 0.1, "b"),
+        ];
+        // 1 % slower, interval [~0.98, ~1.04] over 20 rounds: more rounds will settle it,
+        // and the advice names more than were run.
+        let near = [c(Decode, W4A8, W4A16, &spread(0.95, 1.07, 20))];
+        let v = decide_paired(plan("w4a8-amx", "speed"), &rows, &near);
+        assert_eq!(v.status, Status::Inconclusive, "{}", v.reason);
+        let n: usize = v
+            .reason
+            .split("--rounds ")
+            .nth(1)
+            .and_then(|t| t.split(|ch: char| !ch.is_ascii_digit()).next())
+            .and_then(|d| d.parse().ok())
+            .unwrap_or_else(|| panic!("no --rounds N in {}", v.reason));
+        assert!(n > 20 && n <= 200, "{n}: {}", v.reason);
+        assert!(v.reason.contains("over 20 rounds"), "{}", v.reason);
+        // 75 rounds whose median sits on the band's edge: the advice says more rounds
+        // will not separate them, and never asks for --rounds (issue 27).
+        let edge = [c(Decode, W4A8, W4A16, &spread(0.98, 1.08, 75))];
+        let v = decide_paired(plan("w4a8-amx", "speed"), &rows, &edge);
+        assert_eq!(v.status, Status::Inconclusive, "{}", v.reason);
+        assert!(
+            v.reason.contains("more rounds will not settle"),
+            "{}",
+            v.reason
+        );
+        assert!(v.reason.contains("band's edge"), "{}", v.reason);
+        assert!(!v.reason.contains("--rounds"), "{}", v.reason);
     }
 
     #[test]

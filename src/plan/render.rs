@@ -3,8 +3,10 @@
 //! Every format renders from [`Plan`]; nothing here decides, and no engine's flag or
 //! variable is named here: the engine's own rendering (`plan.engine`, made by
 //! src/engine/) supplies them. `env` lines are shell-quoted for `eval`; `args` prints
-//! the engine's flags ready for `$(...)` (plain tokens by construction). Tables never
-//! wrap, so their shape does not depend on the terminal.
+//! the engine's flags ready for `$(...)` (plain tokens by construction). Human output is
+//! laid out for `output::width()` (the terminal, `COLUMNS`, or 80): long cells and prose
+//! wrap, and the engine's JSON and flags break between keys and between flags, never
+//! inside one.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -14,8 +16,84 @@ use comfy_table::Table;
 use super::schema::{Measured, Plan};
 use super::{measured, memory};
 
-fn new_table() -> Table {
-    crate::output::table()
+/// Key-value table rows whose values are made of units that must not break inside
+/// (`"key":value,`, `--flag value`, `NAME=value`) arrive as `Units` and are laid out
+/// here, one unit per word, to the value column's width; prose is left to the table.
+enum Value {
+    Text(String),
+    Units(Vec<String>),
+}
+
+/// Columns a two-column table of this preset spends on borders and padding.
+const TWO_COLUMN_FRAME: usize = 7;
+
+/// A two-column key-value table (`header`: the first column's title) fitted to `width`:
+/// unit values pre-wrapped to the value column so a flag and its value stay together.
+fn key_value_table(header: &str, rows: Vec<(String, Value)>, width: usize) -> Table {
+    let key_width = rows
+        .iter()
+        .map(|(k, _)| crate::output::display_width(k))
+        .chain([crate::output::display_width(header)])
+        .max()
+        .unwrap_or(0);
+    let room = width.saturating_sub(key_width + TWO_COLUMN_FRAME).max(10);
+    let mut table = crate::output::table_at(width);
+    table.set_header(vec![header, ""]);
+    for (key, value) in rows {
+        let value = match value {
+            Value::Text(text) => crate::output::cell(&text),
+            Value::Units(units) => {
+                let units: Vec<String> = units.iter().map(|u| crate::output::cell(u)).collect();
+                crate::output::wrap_units(units.iter().map(String::as_str), room, "", "  ")
+                    .join("\n")
+            }
+        };
+        table.add_row(vec![crate::output::cell(&key), value]);
+    }
+    table
+}
+
+/// Words of a command line grouped so a flag keeps its value: `--dtype bfloat16` is
+/// one unit, `-m module` another.
+fn flag_units<S: AsRef<str>>(words: &[S]) -> Vec<String> {
+    let mut units: Vec<String> = Vec::new();
+    for word in words.iter().map(AsRef::as_ref) {
+        match units.last_mut() {
+            Some(last)
+                if !word.starts_with('-') && last.starts_with('-') && !last.contains(' ') =>
+            {
+                last.push(' ');
+                last.push_str(word);
+            }
+            _ => units.push(word.to_string()),
+        }
+    }
+    units
+}
+
+/// The kwargs object as JSON broken only between its members: `{"a":1,` `"b":"x"}`
+/// (still JSON when pasted: the breaks are whitespace).
+fn json_units(value: &serde_json::Value) -> Vec<String> {
+    let Some(map) = value.as_object().filter(|m| !m.is_empty()) else {
+        return vec![value.to_string()];
+    };
+    let n = map.len();
+    map.iter()
+        .enumerate()
+        .map(|(i, (k, v))| {
+            let open = if i == 0 { "{" } else { "" };
+            let close = if i + 1 == n { "}" } else { "," };
+            format!("{open}{}:{v}{close}", serde_json::Value::String(k.clone()))
+        })
+        .collect()
+}
+
+/// One bulleted note per item, wrapped with a hanging indent.
+fn write_bullets(out: &mut dyn Write, notes: &[String], width: usize) -> anyhow::Result<()> {
+    for note in notes {
+        out.write_all(crate::output::bullet(note, width).as_bytes())?;
+    }
+    Ok(())
 }
 
 fn yes_no(v: bool) -> &'static str {
@@ -195,20 +273,64 @@ fn quantization_cell(plan: &Plan) -> String {
 }
 
 /// The one-device table's rows: the path, the engine's rendering, threads and KV.
-fn summary_rows(plan: &Plan) -> anyhow::Result<Vec<(&'static str, String)>> {
+fn summary_rows(plan: &Plan) -> anyhow::Result<Vec<(String, Value)>> {
     let p = &plan.path;
-    let quant = quantization_cell(plan);
+    let text = |k: &str, v: String| (k.to_string(), Value::Text(v));
     let bits = p
         .bits_per_weight
         .map(|b| format!("{b}"))
         .unwrap_or_else(|| "unknown".into());
-    let flags = engine_flags(plan);
-    let kwargs = serde_json::to_string(&plan.engine_kwargs)?;
-    let kwargs = if flags.is_empty() {
-        kwargs
-    } else {
-        format!("{kwargs}  (flags: {flags})")
-    };
+    let mut rows = vec![
+        text("class", plan.hardware_class.to_string()),
+        text("priority", plan.priority.as_str().into()),
+        text("path", p.name.clone()),
+        text("quantization", quantization_cell(plan)),
+        text("bits per weight", bits),
+        text("runs in vLLM", yes_no(p.runs_in_vllm).into()),
+        text("verified", format!("{} (basis below)", p.verified.as_str())),
+        text(
+            "kernel",
+            serde_json::to_value(plan.deploy.kernel)?
+                .as_str()
+                .unwrap_or("?")
+                .to_string(),
+        ),
+        text("activations", plan.deploy.activations.as_str().to_string()),
+    ];
+    rows.extend(engine_rows(plan)?);
+    rows.extend([
+        text(
+            "build with",
+            p.build_with
+                .clone()
+                .unwrap_or_else(|| "none (use the checkpoint as is)".into()),
+        ),
+        text("fused CPU norms", yes_no(p.fused_cpu_norms).into()),
+        text(
+            "threads",
+            match (plan.threads, &plan.deploy.cpus) {
+                (Some(t), Some(c)) => format!("{t} on CPUs {c}"),
+                (Some(t), None) => format!("{t} (CPU list unknown)"),
+                (None, _) => "unknown".into(),
+            },
+        ),
+        text(
+            "KV cache",
+            // The source can be long; the JSON and --explain carry it.
+            match (plan.deploy.kv_cache_bytes, &plan.deploy.weights.gguf_type) {
+                (Some(b), _) => crate::output::gib_exact(b),
+                (None, Some(_)) => "sized by the context (--ctx-size)".into(),
+                (None, None) => "none".into(),
+            },
+        ),
+    ]);
+    Ok(rows)
+}
+
+/// The engine's rows: which engine, then the kwargs JSON, the flags, the environment
+/// and the serve command, each in its own row, broken between members, flags and words.
+fn engine_rows(plan: &Plan) -> anyhow::Result<Vec<(String, Value)>> {
+    let text = |k: &str, v: String| (k.to_string(), Value::Text(v));
     let engine = match &plan.engine {
         Some(e) if e.runs => format!(
             "{} ({}; checked against {})",
@@ -219,140 +341,110 @@ fn summary_rows(plan: &Plan) -> anyhow::Result<Vec<(&'static str, String)>> {
         Some(e) => format!("{}: does not run this path", e.name),
         None => "not rendered".into(),
     };
-    let env = engine_env(plan);
-    Ok(vec![
-        ("class", plan.hardware_class.to_string()),
-        ("priority", plan.priority.as_str().into()),
-        ("path", p.name.clone()),
-        ("quantization", quant),
-        ("bits per weight", bits),
-        ("runs in vLLM", yes_no(p.runs_in_vllm).into()),
-        ("verified", format!("{} (basis below)", p.verified.as_str())),
+    let (flags, command) = plan
+        .engine
+        .as_ref()
+        .map(|e| (e.flags.clone(), e.command.clone()))
+        .unwrap_or_default();
+    let env: Vec<String> = engine_env(plan)
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    let mut rows = vec![
+        text("engine", engine),
         (
-            "kernel",
-            serde_json::to_value(plan.deploy.kernel)?
-                .as_str()
-                .unwrap_or("?")
-                .to_string(),
+            "engine kwargs".into(),
+            Value::Units(json_units(&serde_json::to_value(&plan.engine_kwargs)?)),
         ),
-        ("activations", plan.deploy.activations.as_str().to_string()),
-        ("engine", engine),
-        ("engine kwargs", kwargs),
-        (
-            "engine env",
-            if env.is_empty() { "none".into() } else { env },
-        ),
-        (
-            "serve with",
-            match engine_command(plan) {
-                c if c.is_empty() => "none".into(),
-                c => format!("{c} MODEL {}", engine_flags(plan))
-                    .trim_end()
-                    .to_string(),
-            },
-        ),
-        (
-            "build with",
-            p.build_with
-                .clone()
-                .unwrap_or_else(|| "none (use the checkpoint as is)".into()),
-        ),
-        ("fused CPU norms", yes_no(p.fused_cpu_norms).into()),
-        (
-            "threads",
-            match (plan.threads, &plan.deploy.cpus) {
-                (Some(t), Some(c)) => format!("{t} on CPUs {c}"),
-                (Some(t), None) => format!("{t} (CPU list unknown)"),
-                (None, _) => "unknown".into(),
-            },
-        ),
-        (
-            "KV cache",
-            // The source can be long; the JSON and --explain carry it.
-            match (plan.deploy.kv_cache_bytes, &plan.deploy.weights.gguf_type) {
-                (Some(b), _) => crate::output::gib_exact(b),
-                (None, Some(_)) => "sized by the context (--ctx-size)".into(),
-                (None, None) => "none".into(),
-            },
-        ),
-    ])
+    ];
+    if !flags.is_empty() {
+        rows.push(("engine flags".into(), Value::Units(flag_units(&flags))));
+    }
+    rows.push(if env.is_empty() {
+        text("engine env", "none".into())
+    } else {
+        ("engine env".into(), Value::Units(env))
+    });
+    rows.push(if command.is_empty() {
+        text("serve with", "none".into())
+    } else {
+        let words: Vec<&str> = command
+            .iter()
+            .map(String::as_str)
+            .chain(["MODEL"])
+            .chain(flags.iter().map(String::as_str))
+            .collect();
+        ("serve with".into(), Value::Units(flag_units(&words)))
+    });
+    Ok(rows)
 }
 
-/// `--format table` for one device: the path, kwargs, build script, rationale, notes.
+/// `--format table` for one device: the path, kwargs, build script, rationale, notes,
+/// laid out for `output::width()`.
 pub fn table_one(out: &mut dyn Write, plan: &Plan, explain: bool) -> anyhow::Result<()> {
+    table_one_at(out, plan, explain, crate::output::width())
+}
+
+/// [`table_one`] at `width` columns.
+pub fn table_one_at(
+    out: &mut dyn Write,
+    plan: &Plan,
+    explain: bool,
+    width: usize,
+) -> anyhow::Result<()> {
     let p = &plan.path;
-    let mut table = new_table();
-    table.set_header(vec!["plan", ""]);
+    let mut rows = Vec::new();
     if let Some(device) = &plan.device {
-        table.add_row(vec!["device", device]);
+        rows.push(("device".to_string(), Value::Text(device.clone())));
     }
-    let rows = summary_rows(plan)?;
-    for (k, v) in rows {
-        table.add_row(vec![k.to_string(), v]);
-    }
-    writeln!(out, "{table}")?;
+    rows.extend(summary_rows(plan)?);
+    writeln!(out, "{}", key_value_table("plan", rows, width))?;
     if let Some(fit) = &plan.memory {
-        let mut mem = new_table();
-        mem.set_header(vec!["memory", ""]);
-        for (k, v) in memory::rows(fit) {
-            mem.add_row(vec![k, v]);
-        }
-        writeln!(out, "\n{mem}")?;
-        for note in &fit.notes {
-            writeln!(out, "  - {note}")?;
-        }
+        let rows = memory::rows(fit)
+            .into_iter()
+            .map(|(k, v)| (k, Value::Text(v)))
+            .collect();
+        writeln!(out, "\n{}", key_value_table("memory", rows, width))?;
+        write_bullets(out, &fit.notes, width)?;
     }
     if let Some(m) = &plan.measured {
-        write_measured(out, m)?;
+        write_measured(out, m, width)?;
     }
-    writeln!(out, "\nWhy: {}", p.rationale)?;
-    writeln!(
-        out,
-        "\nVerified ({}): {}",
-        p.verified.as_str(),
-        p.verified_basis
-    )?;
+    let wrapped = |text: &str, lead: &str| crate::output::wrapped(text, width, lead, "  ");
+    write!(out, "\n{}", wrapped(&p.rationale, "Why: "))?;
+    let verified = format!("Verified ({}): ", p.verified.as_str());
+    write!(out, "\n{}", wrapped(&p.verified_basis, &verified))?;
     if !p.notes.is_empty() {
         writeln!(out, "\nNotes:")?;
-        for note in &p.notes {
-            writeln!(out, "  - {}", note.shown())?;
-        }
+        let shown: Vec<String> = p.notes.iter().map(|n| n.shown()).collect();
+        write_bullets(out, &shown, width)?;
     }
     if let Some(e) = plan.engine.as_ref().filter(|e| !e.notes.is_empty()) {
-        writeln!(out, "\nEngine ({}):", e.name)?;
-        for note in &e.notes {
-            writeln!(out, "  - {note}")?;
-        }
+        writeln!(out, "\nEngine ({}):", crate::output::cell(&e.name))?;
+        write_bullets(out, &e.notes, width)?;
     }
     if explain {
-        write_explain(out, plan)?;
+        write_explain_at(out, plan, width)?;
     }
     Ok(())
 }
 
 /// The "measured by bench" section (on the host named under the table): the saved bench figures per path, then what
 /// they mean for this plan (a contradiction in capitals).
-fn write_measured(out: &mut dyn Write, m: &Measured) -> anyhow::Result<()> {
+fn write_measured(out: &mut dyn Write, m: &Measured, width: usize) -> anyhow::Result<()> {
     let num = |v: Option<f64>, digits: usize| v.map_or("-".into(), |v| format!("{v:.digits$}"));
-    let mut table = new_table();
+    let mut table = crate::output::table_at(width);
     table.set_header(vec![
-        "measured by bench",
-        "kernel",
-        "decode tok/s",
-        "decode ms/step",
-        "decode GB/s",
-        "prefill tok/s",
-        "rel error",
-        "top-1",
+        "path", "kernel", "tok/s", "ms/step", "GB/s", "prefill", "rel err", "top-1",
     ]);
     for p in &m.paths {
-        let mut name = p.path.clone();
+        let mut name = crate::output::cell(&p.path);
         if m.plan_bench_path.as_deref() == Some(p.path.as_str()) {
-            name.push_str(" (this plan)");
+            name.push_str(" *");
         }
         table.add_row(vec![
             name,
-            p.decode_kernel.clone().unwrap_or_else(|| "-".into()),
+            crate::output::cell(p.decode_kernel.as_deref().unwrap_or("-")),
             num(p.decode_tokens_per_s, 1),
             num(p.decode_step_ms, 3),
             num(p.decode_weight_gbps, 1),
@@ -361,33 +453,39 @@ fn write_measured(out: &mut dyn Write, m: &Measured) -> anyhow::Result<()> {
             num(p.top1_agreement.map(|t| t * 100.0), 1) + "%",
         ]);
     }
-    writeln!(out, "\n{table}")?;
+    let caption = "Measured by bench (* this plan's path): decode kernel, tok/s, ms/step and GB/s; prefill tok/s; fidelity (relative error, top-1 agreement)";
+    write!(
+        out,
+        "\n{}",
+        crate::output::wrapped(caption, width, "", "  ")
+    )?;
+    writeln!(out, "{table}")?;
     let executor = match m.executor.as_deref() {
         Some("fake") => "fake executor: simulated figures, not measurements".to_string(),
         Some(e) => format!("{e} executor"),
         None => "executor unknown".into(),
     };
-    writeln!(
-        out,
-        "  - bench run: {}, {} threads, {} GB/s read bandwidth ({executor})",
-        m.model.as_deref().unwrap_or("unknown model"),
-        m.threads.map_or("?".into(), |t| t.to_string()),
-        num(m.memory_bandwidth_gbps, 1),
-    )?;
-    writeln!(out, "  - {}", measured::provenance(m))?;
-    writeln!(
-        out,
-        "  - bench verdict: {} at priority {}: {}",
-        m.bench_planned.as_deref().unwrap_or("no plan"),
-        m.bench_priority.as_deref().unwrap_or("unknown"),
-        m.bench_verdict.as_deref().unwrap_or("missing"),
-    )?;
-    if m.contradicts_plan {
-        writeln!(out, "  - MEASUREMENTS CONTRADICT THIS PLAN: {}", m.reason)?;
-    } else {
-        writeln!(out, "  - {}", m.reason)?;
-    }
-    Ok(())
+    let lines = [
+        format!(
+            "bench run: {}, {} threads, {} GB/s read bandwidth ({executor})",
+            m.model.as_deref().unwrap_or("unknown model"),
+            m.threads.map_or("?".into(), |t| t.to_string()),
+            num(m.memory_bandwidth_gbps, 1),
+        ),
+        measured::provenance(m),
+        format!(
+            "bench verdict: {} at priority {}: {}",
+            m.bench_planned.as_deref().unwrap_or("no plan"),
+            m.bench_priority.as_deref().unwrap_or("unknown"),
+            m.bench_verdict.as_deref().unwrap_or("missing"),
+        ),
+        if m.contradicts_plan {
+            format!("MEASUREMENTS CONTRADICT THIS PLAN: {}", m.reason)
+        } else {
+            m.reason.clone()
+        },
+    ];
+    write_bullets(out, &lines, width)
 }
 
 /// The fleet view's `measured` cell: what a saved bench run says about the plan.
@@ -401,96 +499,169 @@ fn measured_cell(m: Option<&Measured>) -> &'static str {
     }
 }
 
-/// The rule trace and the alternatives, as indented text.
-pub fn write_explain(out: &mut dyn Write, plan: &Plan) -> anyhow::Result<()> {
+/// The rule trace and the alternatives, as indented text wrapped to `width` columns.
+fn write_explain_at(out: &mut dyn Write, plan: &Plan, width: usize) -> anyhow::Result<()> {
+    let wrapped = crate::output::wrapped;
     writeln!(out, "\nRule trace:")?;
     for (i, step) in plan.explain.iter().enumerate() {
-        writeln!(out, "  {}. {}: {}", i + 1, step.rule, step.outcome)?;
+        let lead = format!("  {}. ", i + 1);
+        let line = format!("{}: {}", step.rule, step.outcome);
+        out.write_all(wrapped(&line, width, &lead, "     ").as_bytes())?;
         for fact in &step.facts {
-            writeln!(
-                out,
-                "       {} = {}  [{}]",
-                fact.field, fact.value, fact.source
-            )?;
+            // `field = value  [source]`: the two spaces before the source kept, the source
+            // one unit (on the next line whole when it does not fit).
+            // An object value breaks between its members, as the kwargs do.
+            let mut units = vec![crate::output::cell(&fact.field), "=".to_string()];
+            match &fact.value {
+                serde_json::Value::Object(_) => units.extend(json_units(&fact.value)),
+                v => units.extend(
+                    crate::output::cell(&v.to_string())
+                        .split_whitespace()
+                        .map(String::from),
+                ),
+            }
+            let units: Vec<String> = units.iter().map(|u| crate::output::cell(u)).collect();
+            let source = crate::output::cell(&format!("[{}]", fact.source));
+            let mut units = units;
+            units.push(format!(" {source}"));
+            let lines = crate::output::wrap_units(
+                units.iter().map(String::as_str),
+                width,
+                "       ",
+                "         ",
+            );
+            writeln!(out, "{}", lines.join("\n"))?;
         }
     }
     writeln!(out, "\nAlternatives that lost:")?;
-    for alt in &plan.alternatives {
-        writeln!(out, "  - {}: {}", alt.path, alt.reason)?;
-    }
-    Ok(())
+    let lost: Vec<String> = plan
+        .alternatives
+        .iter()
+        .map(|alt| format!("{}: {}", alt.path, alt.reason))
+        .collect();
+    write_bullets(out, &lost, width)
 }
 
 /// The fleet view, built one plan at a time so a large fleet is never held in memory
-/// as whole plans: one row per device, then a count per path.
+/// as whole plans: one short row per device (device, class, path, verified, and what a
+/// saved bench run says when any device has one); with `--model`, a second table of the
+/// memory fit per device; then one row per path with what every device on it shares
+/// (quantization, build), said once instead of on every row.
 pub struct FleetTable {
-    table: Table,
-    counts: BTreeMap<String, usize>,
+    rows: Vec<FleetRow>,
+    paths: BTreeMap<String, PathSummary>,
     /// The rule traces, already rendered, when `--explain` was given.
     traces: Option<Vec<u8>>,
-    /// Whether the memory-fit columns are shown.
+    /// Whether the memory-fit table is shown.
     memory: bool,
+    width: usize,
+}
+
+/// One device's short row, its cells escaped.
+struct FleetRow {
+    cells: [String; 4],
+    measured: &'static str,
+    memory: [String; 4],
+}
+
+/// The footer's row for one path: how many devices, and its shared facts.
+struct PathSummary {
+    devices: usize,
+    quantization: String,
+    build_with: String,
 }
 
 impl FleetTable {
     pub fn new(explain: bool, memory: bool) -> FleetTable {
-        let mut table = new_table();
-        let mut header = vec![
-            "device",
-            "class",
-            "path",
-            "quantization",
-            "verified",
-            "build with",
-            "measured",
-        ];
-        if memory {
-            header.extend(["fits", "max context", "weights + KV GiB", "budget GiB"]);
-        }
-        table.set_header(header);
+        FleetTable::at(explain, memory, crate::output::width())
+    }
+
+    /// [`FleetTable::new`] laid out for `width` columns.
+    pub fn at(explain: bool, memory: bool, width: usize) -> FleetTable {
         FleetTable {
-            table,
-            counts: BTreeMap::new(),
+            rows: Vec::new(),
+            paths: BTreeMap::new(),
             traces: explain.then(Vec::new),
             memory,
+            width,
         }
     }
 
     /// Adds one device's row (and its trace, with `--explain`).
     pub fn add(&mut self, plan: &Plan) -> anyhow::Result<()> {
         let p = &plan.path;
-        *self.counts.entry(p.name.clone()).or_default() += 1;
+        self.paths
+            .entry(p.name.clone())
+            .or_insert_with(|| PathSummary {
+                devices: 0,
+                quantization: quantization_cell(plan),
+                build_with: p.build_with.clone().unwrap_or_else(|| "none".into()),
+            })
+            .devices += 1;
         // A label is one line: a newline in it cannot forge a row or a heading.
         let device = crate::output::cell(plan.device.as_deref().unwrap_or("-"));
-        let mut row: Vec<String> = [
-            device.as_str(),
-            plan.hardware_class.as_str(),
-            &p.name,
-            p.quantization.as_deref().unwrap_or("none"),
-            p.verified.as_str(),
-            p.build_with.as_deref().unwrap_or("none"),
-            measured_cell(plan.measured.as_ref()),
-        ]
-        .map(str::to_string)
-        .to_vec();
-        if self.memory {
-            row.extend(fleet_memory_cells(plan.memory.as_ref()));
-        }
-        self.table.add_row(row);
+        self.rows.push(FleetRow {
+            cells: [
+                device.clone(),
+                plan.hardware_class.as_str().to_string(),
+                crate::output::cell(&p.name),
+                p.verified.as_str().to_string(),
+            ],
+            measured: measured_cell(plan.measured.as_ref()),
+            memory: fleet_memory_cells(plan.memory.as_ref()),
+        });
         if let Some(traces) = &mut self.traces {
-            writeln!(traces, "\n## {device}: {}", p.name)?;
-            write_explain(traces, plan)?;
+            let heading = format!("## {device}: {}", p.name);
+            let heading = crate::output::wrapped(&heading, self.width, "", "   ");
+            write!(traces, "\n{heading}")?;
+            write_explain_at(traces, plan, self.width)?;
         }
         Ok(())
     }
 
-    /// Writes the table, the per-path counts and any traces.
+    /// Writes the devices, their memory fit (with `--model`), the per-path summary and
+    /// any traces.
     pub fn finish(self, out: &mut dyn Write) -> anyhow::Result<()> {
-        writeln!(out, "{}\n", self.table)?;
-        let mut summary = new_table();
-        summary.set_header(vec!["path", "devices"]);
-        for (path, n) in &self.counts {
-            summary.add_row(vec![path.clone(), n.to_string()]);
+        let any_measured = self.rows.iter().any(|r| r.measured != "no");
+        let mut devices = crate::output::table_at(self.width);
+        let mut header = vec!["device", "class", "path", "verified"];
+        if any_measured {
+            header.push("measured");
+        }
+        devices.set_header(header);
+        for row in &self.rows {
+            let mut cells = row.cells.to_vec();
+            if any_measured {
+                cells.push(row.measured.to_string());
+            }
+            devices.add_row(cells);
+        }
+        writeln!(out, "{devices}\n")?;
+        if self.memory {
+            let mut fit = crate::output::table_at(self.width);
+            fit.set_header(vec![
+                "device",
+                "fits",
+                "max context",
+                "need GiB",
+                "budget GiB",
+            ]);
+            for row in &self.rows {
+                let mut cells = vec![row.cells[0].clone()];
+                cells.extend(row.memory.iter().cloned());
+                fit.add_row(cells);
+            }
+            writeln!(out, "{fit}\n")?;
+        }
+        let mut summary = crate::output::table_at(self.width);
+        summary.set_header(vec!["path", "devices", "quantization", "build with"]);
+        for (path, s) in &self.paths {
+            summary.add_row(vec![
+                crate::output::cell(path),
+                s.devices.to_string(),
+                crate::output::cell(&s.quantization),
+                crate::output::cell(&s.build_with),
+            ]);
         }
         writeln!(out, "{summary}")?;
         if let Some(traces) = self.traces {
