@@ -8,7 +8,7 @@
 //! loads (32-byte AVX2 loads and four accumulators on x86-64). With one stream per thread
 //! the same loop read 8-14 % less on a Zen 4 VM, less than the decode GEMVs themselves
 //! streamed (decode read 107-117 % of it); with 4-8 streams it reads as fast as the
-//! hardware lets, and the GEMVs sit at 94-101 % of it (docs/performance.md has the
+//! hardware lets, and the GEMVs sit at 94-101 % of it (docs/lab/bench-runs.md has the
 //! figures). The roofline is the best repeat (noise only ever slows a read down, as
 //! STREAM reports it); the median and min are kept too.
 

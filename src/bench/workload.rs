@@ -159,7 +159,7 @@ impl Workload {
     /// the private L2s (an AMD L3 is their victim cache: on the Zen 4 VM, 32 MiB L3 plus
     /// 2 x 1 MiB L2 is under the 64 MiB floor). Measured there: bf16 decode at 30 x the
     /// L3 and int4 at 8 x read the same share of the bandwidth probe, so the rotation
-    /// is not hitting a cache (docs/performance.md).
+    /// is not hitting a cache (docs/lab/bench-runs.md).
     pub fn decode_plan(&self, path: KernelPath, l3_bytes: u64, effort: Effort) -> DecodePlan {
         let layer = self.layer_bytes(path).max(1);
         let head = self.lm_head.bytes(path);

@@ -13,7 +13,7 @@ use std::io::Write;
 
 use comfy_table::Table;
 
-use super::schema::{Measured, Plan};
+use super::schema::{Measured, Plan, Target};
 use super::{measured, memory};
 
 /// Key-value table rows whose values are made of units that must not break inside
@@ -308,10 +308,11 @@ fn summary_rows(plan: &Plan) -> anyhow::Result<Vec<(String, Value)>> {
         text("fused CPU norms", yes_no(p.fused_cpu_norms).into()),
         text(
             "threads",
-            match (plan.threads, &plan.deploy.cpus) {
-                (Some(t), Some(c)) => format!("{t} on CPUs {c}"),
-                (Some(t), None) => format!("{t} (CPU list unknown)"),
-                (None, _) => "unknown".into(),
+            match (plan.threads, &plan.deploy.cpus, plan.deploy.target) {
+                (Some(t), _, Target::Gpu) => format!("{t} (the host's; the model runs on the GPU)"),
+                (Some(t), Some(c), _) => format!("{t} on CPUs {c}"),
+                (Some(t), None, _) => format!("{t} (CPU list unknown)"),
+                (None, _, _) => "unknown".into(),
             },
         ),
         text(
