@@ -12,6 +12,16 @@ struct Planned {
     stderr: String,
 }
 
+/// The plan's `gpu_4bit` trace step (the test fails without one).
+fn gpu_4bit_step(plan: &serde_json::Value) -> &serde_json::Value {
+    plan["explain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["rule"] == "gpu_4bit")
+        .expect("a gpu_4bit step")
+}
+
 /// `plan --format json` for `profile` (a path), at `priority`, with `extra` flags.
 fn plan_at(profile: &std::path::Path, priority: &str, extra: &[&str]) -> Planned {
     let out = edgeplan()
@@ -86,12 +96,7 @@ fn a_t4_plans_llama_8b_at_8k_as_4bit_gptq_with_fp16() {
                 "{}",
                 p.stderr
             );
-            let step = p.plan["explain"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|s| s["rule"] == "gpu_4bit")
-                .expect("a gpu_4bit step");
+            let step = gpu_4bit_step(&p.plan);
             assert!(
                 step["outcome"]
                     .as_str()
@@ -192,12 +197,7 @@ fn below_compute_capability_7_5_there_is_no_4bit_gpu_path() {
         "{}",
         p.stderr
     );
-    let step = p.plan["explain"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["rule"] == "gpu_4bit")
-        .expect("a gpu_4bit step");
+    let step = gpu_4bit_step(&p.plan);
     assert!(step["outcome"].as_str().unwrap().contains("7.5"), "{step}");
     let alts = p.plan["alternatives"].to_string();
     assert!(alts.contains("verify_marlin_supported"), "{alts}");
