@@ -225,7 +225,7 @@ fn llama_cpp_scripts_convert_quantize_and_serve_with_the_plan() {
     );
     assert!(zen1.contains("\"$WORK/model-bf16.gguf\" \"$WORK/model-Q4_0.gguf\" Q4_0"));
     assert!(zen1.contains(
-        "exec \"$LLAMA_CPP/build/bin/llama-server\" --model \"$OUT_DIR/model-Q4_0.gguf\" --batch-size 2048 --cpu-mask 0x3 --cpu-strict 1 --ctx-size 4096 --flash-attn on --parallel 1 --threads 2 --ubatch-size 512 ${EDGEPLAN_SERVE_ARGS:-}\n"
+        "SERVE=(--model \"$OUT_DIR/model-Q4_0.gguf\" --batch-size 2048 --cpu-mask 0x3 --cpu-strict 1 --ctx-size 4096 --flash-attn on --parallel 1 --threads 2 --ubatch-size 512)\n"
     ), "{zen1}");
     assert!(
         !zen1.contains("GGML_CUDA"),
@@ -404,4 +404,192 @@ fn script_describes_one_device_and_is_empty_on_failure() {
         .assert()
         .code(1)
         .stdout("");
+}
+
+/// A fake llama.cpp tree whose `llama-server` behaves as `mode` says (`serve`,
+/// `crash-amx`: dies by SIGSEGV after logging the AMX buffer unless given
+/// `--no-repack`, `crash-always`, `crash-plain`: dies with no extra buffer logged);
+/// every invocation's arguments go to `argv.log`. A smoke run (it has `--port`) answers
+/// /health and one /completion; the final serve line (no `--port`) exits at once.
+fn fake_llama_tree(dir: &Path, mode: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let exe = |path: &Path, text: &str| {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    let tree = dir.join("tree");
+    let argv_log = dir.join("argv.log");
+    let server = format!(
+        r#"#!/usr/bin/env python3
+import http.server, json, os, signal, sys
+args = sys.argv[1:]
+with open({log:?}, "a") as f:
+    f.write(" ".join(args) + "\n")
+if "--port" not in args:
+    sys.exit(0)
+mode = {mode:?}
+if mode != "serve" and (mode != "crash-amx" or "--no-repack" not in args):
+    if mode != "crash-plain" and "--no-repack" not in args:
+        print("load_tensors:          AMX model buffer size =    10.00 MiB", file=sys.stderr, flush=True)
+    os.kill(os.getpid(), signal.SIGSEGV)
+port = int(args[args.index("--port") + 1])
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+    def reply(self, obj):
+        body = json.dumps(obj).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_GET(self):
+        self.reply({{"status": "ok"}})
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.reply({{"tokens_predicted": 4, "content": "x"}})
+        self.server.done = True
+try:
+    s = http.server.HTTPServer(("127.0.0.1", port), H)
+except OSError:
+    print("srv  couldn't bind HTTP server socket, hostname: 127.0.0.1, port: %d" % port, file=sys.stderr)
+    sys.exit(1)
+s.done = False
+while not s.done:
+    s.handle_request()
+"#,
+        log = argv_log.to_str().unwrap(),
+    );
+    exe(&tree.join("build/bin/llama-server"), &server);
+    exe(
+        &tree.join("build/bin/llama-quantize"),
+        "#!/bin/sh\ncp \"$1\" \"$2\"\n",
+    );
+    std::fs::write(tree.join("convert_hf_to_gguf.py"), "").unwrap();
+    let venv = dir.join("venv");
+    // Passes the import check; "converts" by writing the --outfile.
+    exe(
+        &venv.join("bin/python"),
+        "#!/bin/sh\n[ \"$1\" = -c ] && exit 0\nwhile [ $# -gt 0 ]; do [ \"$1\" = --outfile ] && echo gguf > \"$2\"; shift; done\n",
+    );
+    (tree, venv)
+}
+
+/// Runs a llama.cpp build script (Zen 1 profile, Q4_0) against a fake tree in `mode`.
+fn run_llama_script_with(mode: &str) -> (std::process::Output, String, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("build.sh");
+    let script = script_for_engine(
+        &fixture("profiles/x86-epyc-zen1-avx2.json"),
+        "speed",
+        "llama.cpp",
+    );
+    std::fs::write(&file, script).unwrap();
+    let model = dir.path().join("model");
+    std::fs::create_dir(&model).unwrap();
+    std::fs::write(model.join("config.json"), "{}").unwrap();
+    let (tree, venv) = fake_llama_tree(dir.path(), mode);
+    let out_dir = dir.path().join("out");
+    let out = run_script(
+        &file,
+        &[&model, &out_dir],
+        &[
+            ("EDGEPLAN_LLAMA_CPP", tree.as_os_str()),
+            ("EDGEPLAN_CONVERT_VENV", venv.as_os_str()),
+            ("EDGEPLAN_SMOKE_TIMEOUT", std::ffi::OsStr::new("60")),
+        ],
+    );
+    let argv = std::fs::read_to_string(dir.path().join("argv.log")).unwrap_or_default();
+    (out, argv, dir)
+}
+
+/// The llama.cpp script's smoke run and its --no-repack fallback, against a fake
+/// server (one test, the cases in turn: each starts servers on loopback ports).
+#[test]
+fn a_llama_cpp_script_smoke_tests_the_server_and_falls_back_only_for_the_repack_buffer() {
+    falls_back_to_no_repack_when_the_server_crashes_with_the_amx_buffer();
+    serves_as_planned_when_the_smoke_run_gives_tokens();
+    stops_when_the_crash_is_not_the_repack_buffer();
+}
+
+/// The AMX-host crash (ggml-org/llama.cpp#20824), proven on any host with a fake
+/// server: the smoke run dies by SIGSEGV with the AMX buffer, the script says so in one
+/// line, the retry with --no-repack gives tokens, and the serve line it prints and
+/// runs carries --no-repack.
+fn falls_back_to_no_repack_when_the_server_crashes_with_the_amx_buffer() {
+    let (out, argv, _dir) = run_llama_script_with("crash-amx");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let said: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("died on its first tokens"))
+        .collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(said[0].contains("signal 11, SIGSEGV"), "{err}");
+    assert!(said[0].contains("AMX weight buffer"), "{err}");
+    assert!(said[0].contains("ggml-org/llama.cpp#20824"), "{err}");
+    assert!(said[0].ends_with("serving with --no-repack"), "{err}");
+    let serving = err
+        .lines()
+        .find(|l| l.contains("serving: "))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        serving.ends_with("--ubatch-size 512 --no-repack"),
+        "{serving}"
+    );
+    // Three invocations: the crashed smoke run, the retry, and the final serve line.
+    let runs: Vec<&str> = argv.lines().collect();
+    assert_eq!(runs.len(), 3, "{argv}");
+    assert!(
+        !runs[0].contains("--no-repack") && runs[0].contains("--port"),
+        "{argv}"
+    );
+    assert!(
+        runs[1].contains("--no-repack") && runs[1].contains("--port"),
+        "{argv}"
+    );
+    assert!(runs[2].ends_with("--ubatch-size 512 --no-repack"), "{argv}");
+    assert!(
+        runs[2].contains("--threads 2") && !runs[2].contains("--port"),
+        "{argv}"
+    );
+}
+
+/// A server that works is served as planned: one smoke run, no fallback, no
+/// --no-repack.
+fn serves_as_planned_when_the_smoke_run_gives_tokens() {
+    let (out, argv, _dir) = run_llama_script_with("serve");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("died on its first tokens"), "{err}");
+    let runs: Vec<&str> = argv.lines().collect();
+    assert_eq!(runs.len(), 2, "{argv}");
+    assert!(runs.iter().all(|r| !r.contains("--no-repack")), "{argv}");
+    assert!(runs[1].ends_with("--ubatch-size 512"), "{argv}");
+}
+
+/// No fallback hides a crash it does not explain: a server that dies with no AMX or
+/// repack buffer, or that dies with --no-repack too, stops the script (exit 1) before
+/// anything is served.
+fn stops_when_the_crash_is_not_the_repack_buffer() {
+    for (mode, want) in [
+        (
+            "crash-plain",
+            "llama-server died on its first tokens (signal 11, SIGSEGV; its log above)",
+        ),
+        (
+            "crash-always",
+            "llama-server fails with --no-repack too (exit status 139",
+        ),
+    ] {
+        let (out, argv, _dir) = run_llama_script_with(mode);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{mode}: {err}");
+        assert!(err.contains(want), "{mode}: {err}");
+        assert!(!err.contains("serving: "), "{mode}: {err}");
+        assert!(
+            argv.lines().all(|r| r.contains("--port")),
+            "{mode}: nothing served: {argv}"
+        );
+    }
 }

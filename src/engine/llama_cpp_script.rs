@@ -14,6 +14,15 @@
 //! converter does not recognise. A failed run leaves nothing: the files are written to
 //! a private temporary directory inside OUT_DIR and moved into place at the end; on
 //! failure that directory goes, and OUT_DIR too when the run created it.
+//!
+//! Before it serves, the script runs the serve line once on a free loopback port and
+//! asks for a few tokens (`smoke`). llama.cpp's AMX buffer segfaults on the first
+//! inference on some AMX hosts (ggml-org/llama.cpp#20824, seen on a KVM Xeon family 6
+//! model 167; CPU flags cannot tell those hosts apart), so a server that dies by a
+//! signal with the AMX or CPU_REPACK weight buffer in its log gets `--no-repack`
+//! (common/arg.cpp: `no_extra_bufts`, which leaves every extra CPU buffer type out of
+//! src/llama-model.cpp `make_cpu_buft_list`, AMX and repack alike) in the serve line the
+//! script runs and prints, once that passes the same check.
 
 use std::fmt::Write as _;
 
@@ -65,7 +74,7 @@ pub fn script(plan: &Plan, _profile: &Profile) -> anyhow::Result<String> {
         "edgeplan plan --engine llama.cpp --format script",
     )?;
     header(&mut s, &rendering, gguf_type, d.target == Target::Gpu)?;
-    functions(&mut s, d.target == Target::Gpu)?;
+    functions(&mut s, &rendering, d.target == Target::Gpu)?;
     body(&mut s, &rendering, gguf_type)?;
     Ok(s)
 }
@@ -133,6 +142,12 @@ fn header(
 #                          converter does not recognise the model's tokenizer
 #   EDGEPLAN_NO_SERVE=1    build only
 #   EDGEPLAN_SERVE_ARGS    extra llama-server flags (--host, --port ...)
+#   EDGEPLAN_SMOKE_TIMEOUT seconds the smoke run's server may take to get ready (600)
+#
+# Before serving, the script asks llama-server (the serve line's flags, a free port on
+# 127.0.0.1) for a few tokens. If it dies by a signal with the AMX or CPU_REPACK weight
+# buffer in use (a known llama.cpp failure on some AMX hosts, ggml-org/llama.cpp#20824),
+# it says so in one line and serves with --no-repack, after the same check passes.
 #
 # Prerequisites: {prereq};
 # about 6 GB of disk for the converter's environment (PyPI's torch).
@@ -143,8 +158,9 @@ fn header(
 }
 
 /// The shell functions: failure, checks, and the two installers.
-fn functions(s: &mut String, gpu: bool) -> std::fmt::Result {
+fn functions(s: &mut String, rendering: &EngineRendering, gpu: bool) -> std::fmt::Result {
     let cuda = if gpu { " -DGGML_CUDA=ON" } else { "" };
+    let bin = server_program(rendering);
     let lock = super::common::lock_lines(CONVERT_LOCK);
     write!(
         s,
@@ -165,6 +181,83 @@ build_llama_cpp() {{
     mkdir -p "$(dirname "$dest")" && mv "$src" "$dest"
     rm -rf "$work"
 }}
+# smoke FLAG...: llama-server with FLAGs (the serve line's own) on a free loopback port,
+# asked for a few tokens, then stopped; its output goes to $SMOKE_LOG. Returns 0 when
+# tokens came back, the server's exit status when it died first (128+N: signal N), 1
+# when it answered without tokens or was not ready in EDGEPLAN_SMOKE_TIMEOUT seconds.
+smoke() {{
+    local attempt rc
+    for attempt in 1 2 3; do
+        rc=0
+        smoke_once "$@" || rc=$?
+        # A port taken between choosing it and binding it: choose another.
+        [ "$rc" -gt 0 ] && [ "$rc" -le 128 ] && [ "$attempt" -lt 3 ] &&
+            grep -q "couldn't bind HTTP server socket" "$SMOKE_LOG" || break
+    done
+    return "$rc"
+}}
+smoke_once() {{
+    local port rc=0 waited=0
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') || return 1
+    # The server runs inside a subshell, so that the subshell, not this script, reaps it
+    # and a crash is reported once, by the lines below (its status is the subshell's).
+    rm -f "$SMOKE_LOG.pid"
+    ( "$LLAMA_CPP/build/bin/{bin}" "$@" --host 127.0.0.1 --port "$port" >"$SMOKE_LOG" 2>&1 </dev/null &
+      echo $! >"$SMOKE_LOG.pid"
+      wait $! ) 2>/dev/null &
+    SMOKE_WAITER=$!
+    until [ -s "$SMOKE_LOG.pid" ]; do sleep 0.1; done
+    SMOKE_PID=$(cat "$SMOKE_LOG.pid")
+    while :; do
+        python3 - "$port" <<'{PY_DELIMITER}' 2>>"$SMOKE_LOG.check" && rc=0 || rc=$?
+import json, sys, urllib.request
+base = "http://127.0.0.1:" + sys.argv[1]
+try:
+    with urllib.request.urlopen(base + "/health", timeout=5) as r:
+        ready = r.status == 200
+except Exception:
+    ready = False
+if not ready:
+    sys.exit(2)
+body = json.dumps({{"prompt": "Hello", "n_predict": 4, "temperature": 0}}).encode()
+req = urllib.request.Request(base + "/completion", body, {{"Content-Type": "application/json"}})
+try:
+    with urllib.request.urlopen(req, timeout=300) as r:
+        n = json.load(r).get("tokens_predicted", 0)
+except Exception as e:
+    print(f"smoke: /completion: {{e}}", file=sys.stderr)
+    sys.exit(1)
+sys.exit(0 if n > 0 else 1)
+{PY_DELIMITER}
+        [ "$rc" = 2 ] || break
+        kill -0 "$SMOKE_PID" 2>/dev/null || break
+        [ "$waited" -lt "${{EDGEPLAN_SMOKE_TIMEOUT:-600}}" ] || break
+        sleep 1
+        waited=$((waited + 1))
+    done
+    if [ "$rc" = 0 ]; then
+        kill -KILL "$SMOKE_PID" 2>/dev/null || true
+        wait "$SMOKE_WAITER" 2>/dev/null || true
+        SMOKE_PID=
+        return 0
+    fi
+    # A request cut off by a crash: give the server a moment to be gone.
+    for _ in 1 2 3 4 5; do
+        [ "$rc" = 1 ] && kill -0 "$SMOKE_PID" 2>/dev/null || break
+        sleep 1
+    done
+    if kill -0 "$SMOKE_PID" 2>/dev/null; then
+        kill -KILL "$SMOKE_PID" 2>/dev/null || true
+        wait "$SMOKE_WAITER" 2>/dev/null || true
+        SMOKE_PID=
+        return 1
+    fi
+    rc=0
+    wait "$SMOKE_WAITER" 2>/dev/null || rc=$?
+    SMOKE_PID=
+    [ "$rc" != 0 ] || rc=1
+    return "$rc"
+}}
 # Creates the converter's environment $1 from the pinned list, with the tree's gguf-py.
 install_convert_env() {{
     python3 -m venv "$1" && cat >"$1/edgeplan.lock" <<'EDGEPLAN_LOCK' && "$1/bin/pip" install --no-deps -r "$1/edgeplan.lock" && "$1/bin/pip" install --no-deps --no-build-isolation "$LLAMA_CPP/gguf-py"
@@ -174,7 +267,15 @@ install_convert_env() {{
     )
 }
 
-/// Arguments, checks, the conversion and quantization, then the serve line.
+/// The server binary the serve line runs (`llama-server`).
+fn server_program(rendering: &EngineRendering) -> &str {
+    rendering
+        .command
+        .first()
+        .map_or("llama-server", String::as_str)
+}
+
+/// Arguments, checks, the conversion and quantization, a smoke run, then the serve line.
 fn body(s: &mut String, rendering: &EngineRendering, gguf_type: &str) -> std::fmt::Result {
     let out_type = outtype(gguf_type);
     let quantize = if quantized(gguf_type) {
@@ -213,7 +314,8 @@ fi
 CREATED_OUT=
 [ -d "$OUT_DIR" ] || {{ mkdir -p "$OUT_DIR"; CREATED_OUT=1; }}
 WORK=$(mktemp -d "$OUT_DIR/.edgeplan-build.XXXXXX")
-trap 'rm -rf "$WORK"; [ -z "$CREATED_OUT" ] || rmdir "$OUT_DIR" 2>/dev/null || true' EXIT
+SMOKE_PID=
+trap '[ -z "$SMOKE_PID" ] || kill -KILL "$SMOKE_PID" 2>/dev/null; rm -rf "$WORK"; [ -z "$CREATED_OUT" ] || rmdir "$OUT_DIR" 2>/dev/null || true' EXIT
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 PRE=()
 [ -z "${{EDGEPLAN_GGUF_PRE_TOKENIZER:-}}" ] || PRE=(--pre-tokenizer "$EDGEPLAN_GGUF_PRE_TOKENIZER")
@@ -223,15 +325,36 @@ cat >"$WORK/llama_convert.py" <<'{PY_DELIMITER}'
 {quantize}mv "$WORK/model-{gguf_type}.gguf" "$OUT_DIR/model-{gguf_type}.gguf"
 echo "${{0##*/}}: wrote $OUT_DIR/model-{gguf_type}.gguf" >&2
 [ "${{EDGEPLAN_NO_SERVE:-0}}" = 1 ] && exit 0
+SERVE=({rest} "$OUT_DIR/model-{gguf_type}.gguf" {flags})
+# A few tokens with the serve line's own flags before the server is handed over.
+# llama.cpp's AMX and repacked weight buffers crash the first inference on some hosts
+# (ggml-org/llama.cpp#20824): when the server dies by a signal with one of them in its
+# log, the serve line gets --no-repack (no extra CPU buffer types: the plain kernels),
+# provided that gives tokens.
+NO_REPACK=()
+SMOKE_LOG="$WORK/smoke.log"
+rc=0
+smoke "${{SERVE[@]}}" || rc=$?
+if [ "$rc" -gt 128 ]; then
+    sig="signal $((rc - 128)), SIG$(kill -l "$((rc - 128))" 2>/dev/null || echo '?')"
+    buffer=$(grep -oE '(AMX|CPU_REPACK) model buffer size' "$SMOKE_LOG" | head -n 1 | cut -d' ' -f1 || true)
+    [ -n "$buffer" ] || {{ tail -q -n 20 "$SMOKE_LOG" "$SMOKE_LOG.check" >&2 2>/dev/null; fail "llama-server died on its first tokens ($sig; its log above)"; }}
+    echo "${{0##*/}}: llama-server died on its first tokens ($sig) with the $buffer weight buffer (known on some AMX hosts: ggml-org/llama.cpp#20824); serving with --no-repack" >&2
+    NO_REPACK=(--no-repack)
+    rc=0
+    smoke "${{SERVE[@]}}" "${{NO_REPACK[@]}}" || rc=$?
+    [ "$rc" = 0 ] || {{ tail -q -n 20 "$SMOKE_LOG" "$SMOKE_LOG.check" >&2 2>/dev/null; fail "llama-server fails with --no-repack too (exit status $rc; its log above)"; }}
+elif [ "$rc" != 0 ]; then
+    tail -q -n 20 "$SMOKE_LOG" "$SMOKE_LOG.check" >&2 2>/dev/null
+    fail "llama-server gave no tokens in its smoke run (exit status $rc; its log above)"
+fi
 rm -rf "$WORK"
 trap - EXIT
+echo "${{0##*/}}: serving: $LLAMA_CPP/build/bin/{bin} ${{SERVE[*]}}${{NO_REPACK[*]:+ ${{NO_REPACK[*]}}}}" >&2
 # shellcheck disable=SC2086 # EDGEPLAN_SERVE_ARGS is split into flags on purpose
-exec "$LLAMA_CPP/build/bin/{bin}" {rest} "$OUT_DIR/model-{gguf_type}.gguf" {flags} ${{EDGEPLAN_SERVE_ARGS:-}}
+exec "$LLAMA_CPP/build/bin/{bin}" "${{SERVE[@]}}" "${{NO_REPACK[@]}}" ${{EDGEPLAN_SERVE_ARGS:-}}
 "#,
-        bin = rendering
-            .command
-            .first()
-            .map_or("llama-server", String::as_str),
+        bin = server_program(rendering),
         rest = rendering.command.get(1..).unwrap_or_default().join(" "),
         flags = rendering.flags.join(" "),
     )
