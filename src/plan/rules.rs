@@ -103,7 +103,10 @@ pub fn decide_with(
     let chosen = follow.apply(chosen, &mut trace, &mut lost, &mut fallback);
     fallback = fallback.or(gpu_fallback);
     let spec = catalog.path(chosen);
-    let notes = plan_notes(profile, route, spec, &origin, &mut trace);
+    let mut notes = plan_notes(profile, route, spec, &origin, &mut trace);
+    if let Engine::LlamaCpp = engine {
+        notes.splice(0..0, rules_llama_cpp::amx_crash_note(profile, route));
+    }
     let (verified, verified_basis) =
         verification(profile, route, chosen, spec.verified_for(route), &notes);
     let (deploy, step) = deployment(profile, route, spec, catalog, &origin);

@@ -27,7 +27,7 @@
 use serde_json::json;
 
 use super::catalog::PathId;
-use super::schema::{Fact, Priority, Step};
+use super::schema::{Fact, PlanNote, Priority, Step};
 use crate::profile::{Arch, HardwareClass, Profile};
 
 /// Paths that lost, each with the reason.
@@ -139,6 +139,18 @@ fn choose_gpu(priority: Priority, bf16: bool, trace: &mut Vec<Step>, lost: &mut 
             dense
         }
     }
+}
+
+/// On an x86 CPU with usable AMX, llama.cpp's AMX weight buffer is known to crash the
+/// first inference on some hosts (ggml-org/llama.cpp#20824; a KVM Xeon family 6 model
+/// 167 here): the plan says so, and what the build script does about it.
+pub(super) fn amx_crash_note(profile: &Profile, route: HardwareClass) -> Option<PlanNote> {
+    let amx = profile.arch == Arch::X86_64
+        && profile.feature_usable("amx_int8")
+        && profile.feature_usable("avx512_vnni");
+    (amx && route == HardwareClass::X86Cpu).then(|| {
+        PlanNote::device("AMX host: llama.cpp's AMX weight buffer crashes the first inference on some AMX machines (ggml-org/llama.cpp#20824; CPU flags cannot tell which). The build script asks the server for a few tokens first; if it dies with that buffer, it serves with --no-repack (plain AVX-512 kernels, no AMX or repacked copies) and says so.".to_string())
+    })
 }
 
 /// Which of llama.cpp's CPU kernels this CPU gets for Q4_0 and Q4_K, from its ISA.
