@@ -146,8 +146,12 @@ fn create(dir: BorrowedFd, name: &str, extra: OFlags) -> std::io::Result<OwnedFd
 /// This process's umask, from `/proc/self/status` (reading it with `umask(2)` would
 /// change it); 022 when that is unreadable.
 fn umask() -> u32 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
+    crate::fsx::read_text(
+        std::path::Path::new("/proc/self/status"),
+        1 << 20,
+        crate::fsx::Source::Found,
+    )
+    .ok()
         .and_then(|s| {
             s.lines()
                 .find_map(|l| l.strip_prefix("Umask:"))
