@@ -217,19 +217,27 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let big = dir.join("big");
         std::fs::write(&big, vec![b'x'; 2 << 20]).unwrap();
-        let err = read_text_capped(&big, "profile", 1 << 20, crate::fsx::Source::Named).unwrap_err();
+        let err =
+            read_text_capped(&big, "profile", 1 << 20, crate::fsx::Source::Named).unwrap_err();
         assert_eq!(exit_for(&err), Exit::DataErr);
         assert!(format!("{err}").contains("more than 1 MiB"), "{err}");
         let binary = dir.join("binary");
         std::fs::write(&binary, [0xff, 0xfe, 0x00]).unwrap();
-        let err = read_text_capped(&binary, "profile", 1 << 20, crate::fsx::Source::Named).unwrap_err();
+        let err =
+            read_text_capped(&binary, "profile", 1 << 20, crate::fsx::Source::Named).unwrap_err();
         assert_eq!(exit_for(&err), Exit::DataErr);
         assert!(
             format!("{err}").ends_with("profile is not UTF-8 text"),
             "{err}"
         );
-        assert_eq!(read_text_capped(&big, "x", 2 << 20, crate::fsx::Source::Named).unwrap().len(), 2 << 20);
-        let err = read_text_capped(&dir.join("absent"), "x", 1, crate::fsx::Source::Found).unwrap_err();
+        assert_eq!(
+            read_text_capped(&big, "x", 2 << 20, crate::fsx::Source::Named)
+                .unwrap()
+                .len(),
+            2 << 20
+        );
+        let err =
+            read_text_capped(&dir.join("absent"), "x", 1, crate::fsx::Source::Found).unwrap_err();
         assert_eq!(exit_for(&err), Exit::NoInput);
         std::fs::remove_dir_all(&dir).unwrap();
     }

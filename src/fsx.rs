@@ -183,7 +183,10 @@ pub fn open_file(path: &Path, source: Source) -> io::Result<(std::fs::File, Opti
     let stat = rfs::fstat(&fd)?;
     let kind = FileType::from_raw_mode(stat.st_mode);
     if kind == FileType::Directory {
-        return Err(io::Error::new(io::ErrorKind::IsADirectory, "is a directory"));
+        return Err(io::Error::new(
+            io::ErrorKind::IsADirectory,
+            "is a directory",
+        ));
     }
     if source != Source::Named && kind != FileType::RegularFile {
         return Err(io::Error::new(
@@ -408,6 +411,46 @@ mod tests {
             assert_eq!(escape("loop1").raw_os_error(), Some(libc::ELOOP));
             assert_eq!(escape("missing").kind(), io::ErrorKind::NotFound);
         }
+    }
+
+    /// A found file must be a regular file within the cap; a named one may be a pipe.
+    #[test]
+    fn capped_reads_refuse_fifos_devices_links_and_big_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let fifo = d.join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: `c` is a NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        symlink("/dev/zero", d.join("zero")).unwrap();
+        std::fs::File::create(d.join("big"))
+            .unwrap()
+            .set_len(200 << 20)
+            .unwrap();
+        std::fs::write(d.join("ok"), "text").unwrap();
+        symlink("ok", d.join("link")).unwrap();
+        let kind = |name: &str, source| {
+            read_capped(&d.join(name), 1 << 20, source)
+                .unwrap_err()
+                .kind()
+        };
+        assert_eq!(kind("fifo", Source::Found), io::ErrorKind::InvalidInput);
+        assert_eq!(kind("zero", Source::Found), io::ErrorKind::InvalidInput);
+        assert_eq!(kind("big", Source::Found), io::ErrorKind::FileTooLarge);
+        assert_eq!(kind("zero", Source::Named), io::ErrorKind::FileTooLarge);
+        assert_eq!(kind("big", Source::Named), io::ErrorKind::FileTooLarge);
+        let looped = read_capped(&d.join("link"), 1, Source::FoundNoFollow).unwrap_err();
+        assert_eq!(looped.raw_os_error(), Some(libc::ELOOP));
+        assert_eq!(
+            read_text(&d.join("link"), 4, Source::Found).unwrap(),
+            "text"
+        );
+        assert_eq!(
+            read_capped(&d.join("ok"), 3, Source::Found)
+                .unwrap_err()
+                .kind(),
+            io::ErrorKind::FileTooLarge
+        );
     }
 
     #[test]

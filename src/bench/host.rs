@@ -27,10 +27,7 @@ pub fn parse_cache_size(text: &str) -> Option<u64> {
 
 /// The L3 size in bytes and where it came from.
 pub fn l3_size() -> (u64, &'static str) {
-    if let Some(size) = system_text(L3_SYSFS)
-        .as_deref()
-        .and_then(parse_cache_size)
-    {
+    if let Some(size) = system_text(L3_SYSFS).as_deref().and_then(parse_cache_size) {
         return (size, "sysfs");
     }
     if let Some(size) = l3_from_cpuid() {

@@ -122,7 +122,12 @@ pub fn cached_config(cache: &Path, repo: &str) -> anyhow::Result<Option<Cached>>
     let dir = repo_dir(cache, repo);
     let snapshots = dir.join("snapshots");
     let refs = dir.join("refs").join("main");
-    let main = match read_found(&refs, "Hugging Face ref", MAX_REF_BYTES, Source::FoundNoFollow)? {
+    let main = match read_found(
+        &refs,
+        "Hugging Face ref",
+        MAX_REF_BYTES,
+        Source::FoundNoFollow,
+    )? {
         Some(text) => text,
         None => return only_snapshot(&snapshots),
     };
@@ -166,7 +171,13 @@ fn only_snapshot(snapshots: &Path) -> anyhow::Result<Option<Cached>> {
     let mut found = None;
     for entry in entries.filter_map(Result::ok).take(MAX_SNAPSHOTS) {
         let path = entry.path().join("config.json");
-        let Some(text) = read_found(&path, "model config", MAX_CONFIG_BYTES, crate::fsx::Source::Found)? else {
+        let Some(text) = read_found(
+            &path,
+            "model config",
+            MAX_CONFIG_BYTES,
+            crate::fsx::Source::Found,
+        )?
+        else {
             continue;
         };
         if found.is_some() {
@@ -295,9 +306,14 @@ mod tests {
                 // SAFETY: `c` is a NUL-terminated path that outlives the call.
                 assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
             }),
-            ("zero", |p| std::os::unix::fs::symlink("/dev/zero", p).unwrap()),
+            ("zero", |p| {
+                std::os::unix::fs::symlink("/dev/zero", p).unwrap()
+            }),
             ("big", |p| {
-                std::fs::File::create(p).unwrap().set_len(200 << 20).unwrap();
+                std::fs::File::create(p)
+                    .unwrap()
+                    .set_len(200 << 20)
+                    .unwrap();
             }),
         ];
         for at_ref in [true, false] {
@@ -315,8 +331,15 @@ mod tests {
                 let start = std::time::Instant::now();
                 let err = cached_config(tmp.path(), "Org/Model").unwrap_err();
                 assert!(start.elapsed().as_secs() < 1, "{name}: slow");
-                assert_eq!(exit_for(&err), Exit::DataErr, "{name} at_ref={at_ref}: {err:#}");
-                assert!(format!("{err:#}").contains(&target.display().to_string()), "{err:#}");
+                assert_eq!(
+                    exit_for(&err),
+                    Exit::DataErr,
+                    "{name} at_ref={at_ref}: {err:#}"
+                );
+                assert!(
+                    format!("{err:#}").contains(&target.display().to_string()),
+                    "{err:#}"
+                );
             }
         }
     }

@@ -50,7 +50,8 @@ fn from_repo(repo: &str, env: &HubEnv) -> anyhow::Result<ModelShape> {
         None => None,
     };
     if let Some(config) = cached {
-        let mut shape = ModelShape::from_config_json(&config.text, &config.path.display().to_string())?;
+        let mut shape =
+            ModelShape::from_config_json(&config.text, &config.path.display().to_string())?;
         shape.name = repo.to_owned();
         return Ok(shape);
     }

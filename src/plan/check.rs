@@ -93,7 +93,12 @@ pub fn read_manifest(path: &Path, catalog: &Catalog) -> anyhow::Result<Vec<Case>
         )));
     }
     // Capped as it is read: `/dev/zero` or a pipe states no size and never ends.
-    let text = crate::error::read_text_capped(path, "manifest", MAX_MANIFEST_BYTES, crate::fsx::Source::Named)?;
+    let text = crate::error::read_text_capped(
+        path,
+        "manifest",
+        MAX_MANIFEST_BYTES,
+        crate::fsx::Source::Named,
+    )?;
     parse_manifest(&text, &shown, catalog)
 }
 

@@ -152,12 +152,12 @@ fn umask() -> u32 {
         crate::fsx::Source::Found,
     )
     .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Umask:"))
-                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
-        })
-        .unwrap_or(0o022)
+    .and_then(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("Umask:"))
+            .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+    })
+    .unwrap_or(0o022)
 }
 
 /// The bytes to store for `path`, with identifying values replaced.
