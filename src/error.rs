@@ -116,29 +116,44 @@ pub fn read_error(what: &std::path::Path, err: &std::io::Error) -> anyhow::Error
 }
 
 /// Reads the text file at `path`, `what` naming its kind in errors ("profile", "model
-/// config"), refusing more than `max_bytes`: a device file such as `/dev/zero` or a
-/// wrong multi-gigabyte file is one coded error (65), not a read that eats memory until
-/// the host kills it. 66 when missing, 65 when not UTF-8 or too long, 74 otherwise.
+/// config"), refusing more than `max_bytes`, through [`crate::fsx::read_capped`] opened
+/// as `source` says: a device file such as `/dev/zero` or a wrong multi-gigabyte file is
+/// one coded error (65), not a read that eats memory until the host kills it, and a FIFO
+/// edgeplan found (not one the user named) is refused (65) rather than waited on. 66
+/// when missing, 65 when not UTF-8, too long or not a regular file, 74 otherwise.
 pub fn read_text_capped(
     path: &std::path::Path,
     what: &str,
     max_bytes: u64,
+    source: crate::fsx::Source,
 ) -> anyhow::Result<String> {
-    use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|e| read_error(path, &e))?;
-    let mut bytes = Vec::new();
-    file.take(max_bytes + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| read_error(path, &e))?;
-    if bytes.len() as u64 > max_bytes {
-        return Err(data_error(format!(
-            "{}: more than {} MiB; a {what} is never that large (is this the right file?)",
-            path.display(),
-            max_bytes >> 20
-        )));
+    crate::fsx::read_text(path, max_bytes, source)
+        .map_err(|e| capped_read_error(path, what, max_bytes, &e))
+}
+
+/// The coded error for `err`, met by [`crate::fsx::read_capped`] reading `path` (a
+/// `what`, capped at `max_bytes`), as [`read_text_capped`] gives it.
+pub fn capped_read_error(
+    path: &std::path::Path,
+    what: &str,
+    max_bytes: u64,
+    err: &std::io::Error,
+) -> anyhow::Error {
+    let shown = path.display();
+    match err.kind() {
+        std::io::ErrorKind::FileTooLarge => data_error(format!(
+            "{shown}: more than {} MiB; a {what} is never that large (is this the right file?)",
+            max_bytes.div_ceil(1 << 20)
+        )),
+        std::io::ErrorKind::InvalidInput => {
+            data_error(format!("{shown}: a {what} must be a regular file: {err}"))
+        }
+        std::io::ErrorKind::InvalidData => data_error(format!("{shown}: {what} is not UTF-8 text")),
+        _ if err.raw_os_error() == Some(libc::ELOOP) => data_error(format!(
+            "{shown}: a {what} here is never a symbolic link; not followed"
+        )),
+        _ => read_error(path, err),
     }
-    String::from_utf8(bytes)
-        .map_err(|_| data_error(format!("{}: {what} is not UTF-8 text", path.display())))
 }
 
 /// The exit code for an error chain: the first [`Coded`] found, else 74 for a bare I/O
@@ -202,19 +217,27 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let big = dir.join("big");
         std::fs::write(&big, vec![b'x'; 2 << 20]).unwrap();
-        let err = read_text_capped(&big, "profile", 1 << 20).unwrap_err();
+        let err =
+            read_text_capped(&big, "profile", 1 << 20, crate::fsx::Source::Named).unwrap_err();
         assert_eq!(exit_for(&err), Exit::DataErr);
         assert!(format!("{err}").contains("more than 1 MiB"), "{err}");
         let binary = dir.join("binary");
         std::fs::write(&binary, [0xff, 0xfe, 0x00]).unwrap();
-        let err = read_text_capped(&binary, "profile", 1 << 20).unwrap_err();
+        let err =
+            read_text_capped(&binary, "profile", 1 << 20, crate::fsx::Source::Named).unwrap_err();
         assert_eq!(exit_for(&err), Exit::DataErr);
         assert!(
             format!("{err}").ends_with("profile is not UTF-8 text"),
             "{err}"
         );
-        assert_eq!(read_text_capped(&big, "x", 2 << 20).unwrap().len(), 2 << 20);
-        let err = read_text_capped(&dir.join("absent"), "x", 1).unwrap_err();
+        assert_eq!(
+            read_text_capped(&big, "x", 2 << 20, crate::fsx::Source::Named)
+                .unwrap()
+                .len(),
+            2 << 20
+        );
+        let err =
+            read_text_capped(&dir.join("absent"), "x", 1, crate::fsx::Source::Found).unwrap_err();
         assert_eq!(exit_for(&err), Exit::NoInput);
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -231,7 +254,12 @@ mod tests {
 
     #[test]
     fn missing_file_is_66() {
-        let err = std::fs::read("/definitely/not/here").unwrap_err();
+        let err = crate::fsx::read_capped(
+            std::path::Path::new("/definitely/not/here"),
+            1,
+            crate::fsx::Source::Named,
+        )
+        .unwrap_err();
         let coded = read_error(std::path::Path::new("/definitely/not/here"), &err);
         assert_eq!(exit_for(&coded), Exit::NoInput);
     }

@@ -136,6 +136,97 @@ pub fn walk_beneath(root: BorrowedFd, rel: &str, flags: OFlags) -> io::Result<Ow
     )?)
 }
 
+/// Who chose a file [`read_capped`] reads, which decides how it is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Named on the command line: opened as given, links followed, and it may be a pipe
+    /// (`--catalog <(...)`); the cap is counted as bytes are read.
+    Named,
+    /// Found by edgeplan in a directory someone else may write (the Hugging Face cache,
+    /// a manifest's profiles, `/proc`, `/sys`): opened `O_NONBLOCK` (a FIFO never blocks)
+    /// and read only when the opened descriptor is a regular file; links followed.
+    Found,
+    /// [`Source::Found`], and the last component must not be a link (`O_NOFOLLOW`):
+    /// for files their writer never makes a link (`refs/main`).
+    FoundNoFollow,
+}
+
+/// Reads at most `max` bytes of the file at `path`, opened as `source` says, from the
+/// one descriptor it opened (nothing swapped in after a check is ever read). Errors:
+/// `NotFound`; `InvalidInput` "not a regular file" for a FIFO, socket or device where
+/// `source` is not [`Source::Named`]; `FileTooLarge` past `max` (from `fstat` when the
+/// size is known, else counted as read: `/dev/zero` or an endless pipe costs `max`
+/// bytes, once); `ELOOP` for a link under [`Source::FoundNoFollow`].
+pub fn read_capped(path: &Path, max: u64, source: Source) -> io::Result<Vec<u8>> {
+    let (file, size) = open_file(path, source)?;
+    if size.is_some_and(|n| n > max) {
+        return Err(too_large(max));
+    }
+    read_fd_capped(file, max)
+}
+
+/// Opens `path` for reading as `source` says ([`read_capped`]'s rules), for a caller
+/// that streams it; with its size when it is a regular file.
+pub fn open_file(path: &Path, source: Source) -> io::Result<(std::fs::File, Option<u64>)> {
+    let path = if path.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        path
+    };
+    let base = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY;
+    let flags = match source {
+        Source::Named => base,
+        Source::Found => base | OFlags::NONBLOCK,
+        Source::FoundNoFollow => base | OFlags::NONBLOCK | OFlags::NOFOLLOW,
+    };
+    let fd = rfs::open(path, flags, Mode::empty())?;
+    let stat = rfs::fstat(&fd)?;
+    let kind = FileType::from_raw_mode(stat.st_mode);
+    if kind == FileType::Directory {
+        return Err(io::Error::new(
+            io::ErrorKind::IsADirectory,
+            "is a directory",
+        ));
+    }
+    if source != Source::Named && kind != FileType::RegularFile {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file (a FIFO, socket or device); not read",
+        ));
+    }
+    let size = (kind == FileType::RegularFile).then_some(stat.st_size as u64);
+    Ok((std::fs::File::from(fd), size))
+}
+
+/// Reads `from` to its end, refusing more than `max` bytes (`FileTooLarge`).
+pub fn read_fd_capped(from: impl io::Read, max: u64) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    io::Read::read_to_end(&mut io::Read::take(from, max.saturating_add(1)), &mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(too_large(max));
+    }
+    Ok(bytes)
+}
+
+fn too_large(max: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::FileTooLarge,
+        format!("more than {max} bytes; not read"),
+    )
+}
+
+/// [`read_capped`] as UTF-8 text (`InvalidData` when it is not).
+pub fn read_text(path: &Path, max: u64, source: Source) -> io::Result<String> {
+    String::from_utf8(read_capped(path, max, source)?)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8 text"))
+}
+
+/// The entries of the directory at `path` (the one place edgeplan lists a directory by
+/// path; callers cap how many they take).
+pub fn read_dir(path: &Path) -> io::Result<std::fs::ReadDir> {
+    std::fs::read_dir(path)
+}
+
 /// The type of what `fd` refers to.
 pub fn kind(fd: BorrowedFd) -> io::Result<FileType> {
     Ok(FileType::from_raw_mode(rfs::fstat(fd)?.st_mode))
@@ -320,6 +411,46 @@ mod tests {
             assert_eq!(escape("loop1").raw_os_error(), Some(libc::ELOOP));
             assert_eq!(escape("missing").kind(), io::ErrorKind::NotFound);
         }
+    }
+
+    /// A found file must be a regular file within the cap; a named one may be a pipe.
+    #[test]
+    fn capped_reads_refuse_fifos_devices_links_and_big_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let fifo = d.join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: `c` is a NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        symlink("/dev/zero", d.join("zero")).unwrap();
+        std::fs::File::create(d.join("big"))
+            .unwrap()
+            .set_len(200 << 20)
+            .unwrap();
+        std::fs::write(d.join("ok"), "text").unwrap();
+        symlink("ok", d.join("link")).unwrap();
+        let kind = |name: &str, source| {
+            read_capped(&d.join(name), 1 << 20, source)
+                .unwrap_err()
+                .kind()
+        };
+        assert_eq!(kind("fifo", Source::Found), io::ErrorKind::InvalidInput);
+        assert_eq!(kind("zero", Source::Found), io::ErrorKind::InvalidInput);
+        assert_eq!(kind("big", Source::Found), io::ErrorKind::FileTooLarge);
+        assert_eq!(kind("zero", Source::Named), io::ErrorKind::FileTooLarge);
+        assert_eq!(kind("big", Source::Named), io::ErrorKind::FileTooLarge);
+        let looped = read_capped(&d.join("link"), 1, Source::FoundNoFollow).unwrap_err();
+        assert_eq!(looped.raw_os_error(), Some(libc::ELOOP));
+        assert_eq!(
+            read_text(&d.join("link"), 4, Source::Found).unwrap(),
+            "text"
+        );
+        assert_eq!(
+            read_capped(&d.join("ok"), 3, Source::Found)
+                .unwrap_err()
+                .kind(),
+            io::ErrorKind::FileTooLarge
+        );
     }
 
     #[test]

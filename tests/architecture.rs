@@ -504,3 +504,66 @@ fn the_function_scanner_measures_bodies_and_skips_tests() {
         .collect();
     assert_eq!(got, [("a", 2, 5), ("b", 8, 1), ("c", 9, 3), ("f", 21, 2)]);
 }
+
+/// `code` without its `#[cfg(test)] mod ... { }` blocks (rustfmt's layout: the block
+/// closes with `}` at column 0).
+fn without_test_modules(code: &str) -> String {
+    let mut out = String::new();
+    let mut lines = code.lines().peekable();
+    while let Some(line) = lines.next() {
+        if line.trim() == "#[cfg(test)]" && lines.peek().is_some_and(|l| l.starts_with("mod ")) {
+            let opener = lines.next().unwrap_or("");
+            if !opener.trim_end().ends_with(';') {
+                for l in lines.by_ref() {
+                    if l == "}" {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// Every file edgeplan opens goes through `fsx` (capped, non-blocking, no-follow where
+/// it matters): `std::fs::read*` and `File::open` appear only there, outside tests.
+#[test]
+fn files_are_read_only_through_fsx() {
+    let test_only = ["plan/odd_inputs.rs", "proptests.rs"];
+    let mut found = Vec::new();
+    for (rel, code) in Crate::load().files.values() {
+        let shown = rel.to_string_lossy().replace('\\', "/");
+        let tests = shown.ends_with("tests.rs") || shown.contains("/tests/");
+        if shown == "fsx.rs" || tests || test_only.contains(&shown.as_str()) {
+            continue;
+        }
+        let code = without_test_modules(code);
+        for needle in [
+            "std::fs::read",
+            "fs::read(",
+            "fs::read_to_string",
+            "fs::read_dir",
+            "fs::read_link",
+            "File::open",
+        ] {
+            if code.contains(needle) {
+                found.push(format!("src/{shown}: {needle}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "open files through crate::fsx (read_capped, open_file, read_dir):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_test_module_stripper_keeps_code_outside_tests() {
+    let code = "fn a() {}\n#[cfg(test)]\nmod tests {\n    fn b() { std::fs::read(\"\"); }\n}\nfn c() {}\n#[cfg(test)]\nmod odd;\n";
+    let kept = without_test_modules(code);
+    assert_eq!(kept, "fn a() {}\nfn c() {}\n");
+}

@@ -7,6 +7,7 @@ mod deploy;
 mod engine_llama_cpp;
 mod engine_vllm;
 mod gpu_4bit;
+mod hostile;
 mod integrations;
 mod memory;
 mod plan;

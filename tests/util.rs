@@ -84,3 +84,96 @@ pub fn catalog_without_gpu_4bit(dir: &std::path::Path) -> std::path::PathBuf {
     std::fs::write(&file, text).unwrap();
     file
 }
+
+/// What [`run_measured`] saw of one run.
+#[allow(dead_code)]
+#[derive(Debug)]
+pub struct Measured {
+    /// The exit code; `None` when a signal ended it (or the watchdog killed it).
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: std::time::Duration,
+    /// The child's own peak resident set (`wait4`'s `ru_maxrss`), in KiB.
+    pub max_rss_kib: u64,
+}
+
+/// Runs `cmd` (stdin closed, output captured) and measures its time and peak RSS; kills
+/// its process group and panics when it runs past `limit`, so a hang fails the test
+/// instead of hanging the suite.
+#[allow(dead_code)]
+pub fn run_measured(cmd: &mut std::process::Command, limit: std::time::Duration) -> Measured {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let start = std::time::Instant::now();
+    let mut child = cmd.spawn().expect("spawn");
+    let pid = child.id() as libc::pid_t;
+    let mut pipes = [
+        Box::new(child.stdout.take().unwrap()) as Box<dyn Read + Send>,
+        Box::new(child.stderr.take().unwrap()),
+    ]
+    .into_iter()
+    .map(|mut p| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            let _ = p.by_ref().take(4 << 20).read_to_end(&mut text);
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    });
+    let (out, err) = (pipes.next().unwrap(), pipes.next().unwrap());
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid out-parameter.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: `pid` is our own unreaped child; both out-pointers are valid.
+        let got = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if got == pid {
+            break;
+        }
+        if start.elapsed() > limit {
+            // SAFETY: signalling the child's own process group.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            panic!("{cmd:?} ran past {limit:?}; killed");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let elapsed = start.elapsed();
+    // Whatever the run left in its group (a stuck grandchild) is not the test's to keep.
+    // SAFETY: signalling the child's own process group.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    Measured {
+        code,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+        elapsed,
+        max_rss_kib: usage.ru_maxrss as u64,
+    }
+}
+
+/// The built `edgeplan` as a plain `std::process::Command`, with no EDGEPLAN_* from the
+/// caller, for [`run_measured`].
+#[allow(dead_code)]
+pub fn edgeplan_std() -> std::process::Command {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("edgeplan"));
+    for (key, _) in std::env::vars() {
+        if key.starts_with("EDGEPLAN_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.env("NO_COLOR", "1").env_remove("COLUMNS");
+    cmd
+}
+
+/// Makes a FIFO at `path`.
+#[allow(dead_code)]
+pub fn mkfifo(path: &std::path::Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: `c` is a NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
+}

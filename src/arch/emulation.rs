@@ -18,7 +18,8 @@ pub fn emulation() -> Option<String> {
     {
         return Some(format!("EDGEPLAN_EMULATED={v}"));
     }
-    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let path = std::path::Path::new("/proc/cpuinfo");
+    let text = crate::fsx::read_text(path, 4 << 20, crate::fsx::Source::Found).ok()?;
     from_cpuinfo(std::env::consts::ARCH, &text)
 }
 

@@ -27,11 +27,7 @@ pub fn parse_cache_size(text: &str) -> Option<u64> {
 
 /// The L3 size in bytes and where it came from.
 pub fn l3_size() -> (u64, &'static str) {
-    if let Some(size) = std::fs::read_to_string(L3_SYSFS)
-        .ok()
-        .as_deref()
-        .and_then(parse_cache_size)
-    {
+    if let Some(size) = system_text(L3_SYSFS).as_deref().and_then(parse_cache_size) {
         return (size, "sysfs");
     }
     if let Some(size) = l3_from_cpuid() {
@@ -67,8 +63,15 @@ pub fn memory_budget(profile: &Profile) -> Option<u64> {
 
 /// Peak resident set of this process (`VmHWM`), when the kernel reports it.
 pub fn peak_rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let status = system_text("/proc/self/status")?;
     parse_vm_hwm(&status)
+}
+
+/// A small kernel file (`/sys`, `/proc`) through the capped, non-blocking reader: at
+/// most 1 MiB, read only when it is a regular file; `None` when it is not there or not.
+fn system_text(path: &str) -> Option<String> {
+    let path = std::path::Path::new(path);
+    crate::fsx::read_text(path, 1 << 20, crate::fsx::Source::Found).ok()
 }
 
 fn parse_vm_hwm(status: &str) -> Option<u64> {

@@ -362,7 +362,7 @@ fn load_profile(path: Option<&Path>) -> anyhow::Result<(Profile, String, Option<
             (text, "stdin".to_string())
         }
         Some(path) => (
-            read_text_capped(path, "profile", MAX_INPUT_BYTES)?,
+            read_text_capped(path, "profile", MAX_INPUT_BYTES, crate::fsx::Source::Named)?,
             path.display().to_string(),
         ),
         None => return Ok((crate::probe::live()?, "live probe".to_string(), None)),

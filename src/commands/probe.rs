@@ -70,7 +70,7 @@ pub fn run(request: ProbeRequest) -> anyhow::Result<Exit> {
 /// the user keeps there. 74, before anything is probed.
 fn check_dump_target(dir: &std::path::Path) -> anyhow::Result<()> {
     let shown = dir.display();
-    match std::fs::read_dir(dir) {
+    match crate::fsx::read_dir(dir) {
         Ok(mut entries) => match entries.next() {
             None => Ok(()),
             Some(_) => Err(io_error(format!(

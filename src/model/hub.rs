@@ -92,33 +92,100 @@ pub fn repo_dir(cache: &Path, repo: &str) -> PathBuf {
     cache.join(format!("models--{}", repo.replace('/', "--")))
 }
 
+/// The most `refs/main` may hold: a commit and a newline, with room to spare.
+const MAX_REF_BYTES: u64 = 4096;
+
+/// The most of a cached `config.json` read (the same cap as a named one).
+pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
+/// The most snapshot directories looked at when `refs/main` is missing.
+const MAX_SNAPSHOTS: usize = 4096;
+
+/// A cached `config.json`: where it is and the text read from it (read once: nothing
+/// swapped in after a check is read).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cached {
+    pub path: PathBuf,
+    pub text: String,
+}
+
 /// The cached `config.json` of `repo` (an id [`is_repo_id`] accepts), or `None` when the
 /// cache has no snapshot of it with one. The snapshot is the one `refs/main` names; a
 /// cache without `refs/main` (a download of another revision) is used when it holds
 /// exactly one snapshot. A ref that is not a plain hex commit is ignored: it never
-/// becomes part of a path.
-pub fn cached_config(cache: &Path, repo: &str) -> Option<PathBuf> {
+/// becomes part of a path. Every file is read through [`crate::fsx::read_capped`] as a
+/// file edgeplan found: `refs/main` no-follow and at most 4 KiB, a config at most
+/// 16 MiB; a FIFO, device, link to `/dev/zero` or oversized file there is a coded error
+/// (65) naming it, never a hang, never skipped in silence.
+pub fn cached_config(cache: &Path, repo: &str) -> anyhow::Result<Option<Cached>> {
+    use crate::fsx::Source;
     let dir = repo_dir(cache, repo);
     let snapshots = dir.join("snapshots");
-    let main = std::fs::read_to_string(dir.join("refs").join("main")).ok();
-    if let Some(commit) = main.as_deref().map(str::trim) {
-        let plain =
-            (7..=64).contains(&commit.len()) && commit.bytes().all(|b| b.is_ascii_hexdigit());
-        if plain {
-            let config = snapshots.join(commit).join("config.json");
-            if config.is_file() {
-                return Some(config);
-            }
-        }
-        return None;
+    let refs = dir.join("refs").join("main");
+    let main = match read_found(
+        &refs,
+        "Hugging Face ref",
+        MAX_REF_BYTES,
+        Source::FoundNoFollow,
+    )? {
+        Some(text) => text,
+        None => return only_snapshot(&snapshots),
+    };
+    let commit = main.trim();
+    let plain = (7..=64).contains(&commit.len()) && commit.bytes().all(|b| b.is_ascii_hexdigit());
+    if !plain {
+        return Ok(None);
     }
-    let mut found = std::fs::read_dir(&snapshots)
-        .ok()?
-        .filter_map(Result::ok)
-        .map(|e| e.path().join("config.json"))
-        .filter(|c| c.is_file());
-    let only = found.next()?;
-    found.next().is_none().then_some(only)
+    let path = snapshots.join(commit).join("config.json");
+    let text = read_found(&path, "model config", MAX_CONFIG_BYTES, Source::Found)?;
+    Ok(text.map(|text| Cached { path, text }))
+}
+
+/// The text at `path`, `None` when it does not exist (or a directory on the way is not
+/// one); any other failure is the coded error of [`crate::error::read_text_capped`].
+fn read_found(
+    path: &Path,
+    what: &str,
+    max: u64,
+    source: crate::fsx::Source,
+) -> anyhow::Result<Option<String>> {
+    match crate::fsx::read_text(path, max, source) {
+        Ok(text) => Ok(Some(text)),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(crate::error::capped_read_error(path, what, max, &e)),
+    }
+}
+
+/// The `config.json` of the one snapshot there, `None` for none or several.
+fn only_snapshot(snapshots: &Path) -> anyhow::Result<Option<Cached>> {
+    let Ok(entries) = crate::fsx::read_dir(snapshots) else {
+        return Ok(None);
+    };
+    let mut found = None;
+    for entry in entries.filter_map(Result::ok).take(MAX_SNAPSHOTS) {
+        let path = entry.path().join("config.json");
+        let Some(text) = read_found(
+            &path,
+            "model config",
+            MAX_CONFIG_BYTES,
+            crate::fsx::Source::Found,
+        )?
+        else {
+            continue;
+        };
+        if found.is_some() {
+            return Ok(None);
+        }
+        found = Some(Cached { path, text });
+    }
+    Ok(found)
 }
 
 #[cfg(test)]
@@ -196,33 +263,84 @@ mod tests {
         snap.join("config.json")
     }
 
+    fn found(root: &Path, repo: &str) -> Option<PathBuf> {
+        cached_config(root, repo).unwrap().map(|c| c.path)
+    }
+
     #[test]
     fn a_cached_snapshot_is_found_through_refs_main() {
         let tmp = tempfile::tempdir().unwrap();
         let commit = "a".repeat(40);
         let path = fake_cache(tmp.path(), "Org/Model", "{}", &commit);
-        assert_eq!(cached_config(tmp.path(), "Org/Model"), Some(path.clone()));
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{}");
-        assert_eq!(cached_config(tmp.path(), "Org/Other"), None);
+        let got = cached_config(tmp.path(), "Org/Model").unwrap().unwrap();
+        assert_eq!((got.path, got.text.as_str()), (path.clone(), "{}"));
+        assert_eq!(found(tmp.path(), "Org/Other"), None);
         // A ref that is not a commit is never joined into a path.
         let dir = repo_dir(tmp.path(), "Org/Model");
         for bad in ["../../../etc", "a/b", "main", ""] {
             std::fs::write(dir.join("refs").join("main"), bad).unwrap();
-            assert_eq!(cached_config(tmp.path(), "Org/Model"), None, "{bad:?}");
+            assert_eq!(found(tmp.path(), "Org/Model"), None, "{bad:?}");
         }
         // No refs/main: the one snapshot there is used.
         std::fs::remove_file(dir.join("refs").join("main")).unwrap();
-        assert_eq!(cached_config(tmp.path(), "Org/Model"), Some(path));
+        assert_eq!(found(tmp.path(), "Org/Model"), Some(path));
         std::fs::create_dir_all(dir.join("snapshots").join("b".repeat(40))).unwrap();
         let second = dir
             .join("snapshots")
             .join("b".repeat(40))
             .join("config.json");
         std::fs::write(second, "{}").unwrap();
-        assert_eq!(
-            cached_config(tmp.path(), "Org/Model"),
-            None,
-            "two: ambiguous"
-        );
+        assert_eq!(found(tmp.path(), "Org/Model"), None, "two: ambiguous");
+    }
+
+    /// A FIFO, a link to /dev/zero or a 200 MB file at refs/main or at the snapshot's
+    /// config.json is a coded error naming it, at once: never a hang, never skipped.
+    #[test]
+    fn hostile_cache_files_are_coded_errors_not_hangs() {
+        use crate::error::{Exit, exit_for};
+        let commit = "c".repeat(40);
+        type Plant = fn(&Path);
+        let plants: [(&str, Plant); 3] = [
+            ("fifo", |p| {
+                let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+                // SAFETY: `c` is a NUL-terminated path that outlives the call.
+                assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+            }),
+            ("zero", |p| {
+                std::os::unix::fs::symlink("/dev/zero", p).unwrap()
+            }),
+            ("big", |p| {
+                std::fs::File::create(p)
+                    .unwrap()
+                    .set_len(200 << 20)
+                    .unwrap();
+            }),
+        ];
+        for at_ref in [true, false] {
+            for (name, plant) in plants {
+                let tmp = tempfile::tempdir().unwrap();
+                fake_cache(tmp.path(), "Org/Model", "{}", &commit);
+                let dir = repo_dir(tmp.path(), "Org/Model");
+                let target = if at_ref {
+                    dir.join("refs").join("main")
+                } else {
+                    dir.join("snapshots").join(&commit).join("config.json")
+                };
+                std::fs::remove_file(&target).unwrap();
+                plant(&target);
+                let start = std::time::Instant::now();
+                let err = cached_config(tmp.path(), "Org/Model").unwrap_err();
+                assert!(start.elapsed().as_secs() < 1, "{name}: slow");
+                assert_eq!(
+                    exit_for(&err),
+                    Exit::DataErr,
+                    "{name} at_ref={at_ref}: {err:#}"
+                );
+                assert!(
+                    format!("{err:#}").contains(&target.display().to_string()),
+                    "{err:#}"
+                );
+            }
+        }
     }
 }

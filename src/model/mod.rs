@@ -334,21 +334,26 @@ impl ModelShape {
     /// Reads a Hugging Face `config.json`.
     /// A directory (a downloaded Hugging Face snapshot) stands for its `config.json`.
     pub fn from_config_file(path: &Path) -> anyhow::Result<ModelShape> {
-        let joined;
-        let path = if path.is_dir() {
-            joined = path.join("config.json");
-            if !joined.is_file() {
-                return Err(crate::error::no_input(format!(
+        use crate::fsx::Source;
+        const MAX: u64 = hub::MAX_CONFIG_BYTES;
+        if !path.is_dir() {
+            let text = crate::error::read_text_capped(path, "model config", MAX, Source::Named)?;
+            return ModelShape::from_config_json(&text, &path.display().to_string());
+        }
+        // The directory was named; the config.json in it was found, so a FIFO or device
+        // planted there is refused, not waited on.
+        let joined = path.join("config.json");
+        let text = crate::fsx::read_text(&joined, MAX, Source::Found).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                crate::error::no_input(format!(
                     "{}: a directory without a config.json; give the model's config.json or the directory that holds it",
                     path.display()
-                )));
+                ))
+            } else {
+                crate::error::capped_read_error(&joined, "model config", MAX, &e)
             }
-            joined.as_path()
-        } else {
-            path
-        };
-        let text = crate::error::read_text_capped(path, "model config", 16 << 20)?;
-        ModelShape::from_config_json(&text, &path.display().to_string())
+        })?;
+        ModelShape::from_config_json(&text, &joined.display().to_string())
     }
 
     /// Parses `config.json` text; `origin` names it in errors.

@@ -45,8 +45,13 @@ pub fn preset_shape(preset: &Preset) -> ModelShape {
 
 fn from_repo(repo: &str, env: &HubEnv) -> anyhow::Result<ModelShape> {
     let cache = env.cache_dir();
-    if let Some(config) = cache.as_deref().and_then(|c| hub::cached_config(c, repo)) {
-        let mut shape = ModelShape::from_config_file(&config)?;
+    let cached = match cache.as_deref() {
+        Some(dir) => hub::cached_config(dir, repo)?,
+        None => None,
+    };
+    if let Some(config) = cached {
+        let mut shape =
+            ModelShape::from_config_json(&config.text, &config.path.display().to_string())?;
         shape.name = repo.to_owned();
         return Ok(shape);
     }

@@ -319,7 +319,12 @@ impl Catalog {
         let shown = path.display().to_string();
         // Capped as it is read, not by its stated size: `/dev/zero` or a pipe
         // (`<(yes)`) says 0 bytes and never ends.
-        let text = crate::error::read_text_capped(path, "catalog", MAX_CATALOG_BYTES)?;
+        let text = crate::error::read_text_capped(
+            path,
+            "catalog",
+            MAX_CATALOG_BYTES,
+            crate::fsx::Source::Named,
+        )?;
         Catalog::parse(&text, &shown)
     }
 

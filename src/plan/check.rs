@@ -93,7 +93,12 @@ pub fn read_manifest(path: &Path, catalog: &Catalog) -> anyhow::Result<Vec<Case>
         )));
     }
     // Capped as it is read: `/dev/zero` or a pipe states no size and never ends.
-    let text = crate::error::read_text_capped(path, "manifest", MAX_MANIFEST_BYTES)?;
+    let text = crate::error::read_text_capped(
+        path,
+        "manifest",
+        MAX_MANIFEST_BYTES,
+        crate::fsx::Source::Named,
+    )?;
     parse_manifest(&text, &shown, catalog)
 }
 
@@ -211,14 +216,10 @@ pub fn run_cases(
         // Rows in the order the inputs give them (a JSON Lines file's bad line between its
         // good ones stays there).
         let mut items = Vec::new();
-        let _ = input::for_each(
-            &[base.join(&case.profile)],
-            &mut std::io::empty(),
-            &mut |item| {
-                items.push(item);
-                Ok(())
-            },
-        );
+        let _ = input::for_each_found(&[base.join(&case.profile)], &mut |item| {
+            items.push(item);
+            Ok(())
+        });
         for item in items {
             let one = match item {
                 Ok(one) => one,

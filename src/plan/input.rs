@@ -59,8 +59,27 @@ pub fn for_each(
     stdin: &mut dyn BufRead,
     f: &mut dyn FnMut(Item) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
+    for_each_from(specs, stdin, true, f)
+}
+
+/// [`for_each`] for profiles edgeplan found rather than the user named (`check`'s
+/// manifest cases): each file is opened `O_NONBLOCK` and read only when it is a regular
+/// file, so a FIFO planted where a manifest points is refused (65), never waited on.
+pub fn for_each_found(
+    specs: &[PathBuf],
+    f: &mut dyn FnMut(Item) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    for_each_from(specs, &mut std::io::empty(), false, f)
+}
+
+fn for_each_from(
+    specs: &[PathBuf],
+    stdin: &mut dyn BufRead,
+    named: bool,
+    f: &mut dyn FnMut(Item) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     for spec in specs {
-        if spec.as_os_str() == "-" {
+        if named && spec.as_os_str() == "-" {
             read_stream(stdin, "stdin", "stdin", f)?;
             continue;
         }
@@ -68,7 +87,7 @@ pub fn for_each(
         match std::fs::metadata(spec) {
             Err(e) => f(Err(whole(&shown, read_error(spec, &e))))?,
             Ok(meta) if meta.is_dir() => load_dir(spec, f)?,
-            Ok(_) => load_file(spec, false, f)?,
+            Ok(_) => load_file(spec, !named, f)?,
         }
     }
     Ok(())
@@ -84,7 +103,7 @@ fn whole(source: &str, error: anyhow::Error) -> InputError {
 
 fn load_dir(dir: &Path, f: &mut dyn FnMut(Item) -> anyhow::Result<()>) -> anyhow::Result<()> {
     let shown = dir.display().to_string();
-    let entries = match std::fs::read_dir(dir) {
+    let entries = match crate::fsx::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) => {
             let e = io_error(format!("{shown}: cannot list directory: {e}"));
@@ -179,33 +198,26 @@ fn load_file(
     listed: bool,
     f: &mut dyn FnMut(Item) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
+    use crate::fsx::Source;
     let shown = path.display().to_string();
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| shown.clone());
-    let flags = if listed { libc::O_NONBLOCK } else { 0 };
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(flags)
-        .open(path);
-    if listed
-        && let Ok(file) = &opened
-        && !file.metadata().is_ok_and(|m| m.is_file())
-    {
-        let e = data_error(format!(
-            "{shown}: not a regular file (a FIFO, socket or device); not read"
-        ));
-        return f(Err(whole(&shown, e)));
-    }
-    match opened {
-        Ok(file) => read_stream(
+    let source = if listed { Source::Found } else { Source::Named };
+    match crate::fsx::open_file(path, source) {
+        Ok((file, _)) => read_stream(
             &mut std::io::BufReader::with_capacity(1 << 16, file),
             &shown,
             &stem,
             f,
         ),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+            let e = data_error(format!(
+                "{shown}: not a regular file (a FIFO, socket or device); not read"
+            ));
+            f(Err(whole(&shown, e)))
+        }
         Err(e) => f(Err(whole(&shown, read_error(path, &e)))),
     }
 }

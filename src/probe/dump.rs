@@ -146,14 +146,18 @@ fn create(dir: BorrowedFd, name: &str, extra: OFlags) -> std::io::Result<OwnedFd
 /// This process's umask, from `/proc/self/status` (reading it with `umask(2)` would
 /// change it); 022 when that is unreadable.
 fn umask() -> u32 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Umask:"))
-                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
-        })
-        .unwrap_or(0o022)
+    crate::fsx::read_text(
+        std::path::Path::new("/proc/self/status"),
+        1 << 20,
+        crate::fsx::Source::Found,
+    )
+    .ok()
+    .and_then(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("Umask:"))
+            .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+    })
+    .unwrap_or(0o022)
 }
 
 /// The bytes to store for `path`, with identifying values replaced.
