@@ -102,6 +102,8 @@ pub struct Measured {
 /// its process group and panics when it runs past `limit`, so a hang fails the test
 /// instead of hanging the suite.
 #[allow(dead_code)]
+// The child is reaped by `wait4` (for its rusage), not by `Child::wait`.
+#[allow(clippy::zombie_processes)]
 pub fn run_measured(cmd: &mut std::process::Command, limit: std::time::Duration) -> Measured {
     use std::io::Read;
     use std::os::unix::process::CommandExt;
