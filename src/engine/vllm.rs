@@ -254,6 +254,21 @@ mod tests {
         assert!(fidelity.flags.contains(&"gptq".to_string()));
     }
 
+    /// `bench --engine vllm` makes each 4-bit build's layers under the switch its plan
+    /// sets here, so an AMX host times W4A16 as the fidelity plan serves it.
+    #[test]
+    fn the_bench_harness_uses_the_w4a8_switch_each_plan_sets() {
+        let mut p = profile(HardwareClass::X86Cpu);
+        amx(&mut p);
+        let harness = include_str!("../bench/engine/vllm_harness.py");
+        for (priority, build) in [(Priority::Speed, "w4a8"), (Priority::Fidelity, "w4a16")] {
+            let r = rendered(&p, priority);
+            let (name, value) = &env_of(&r)[0];
+            let entry = format!(r#""{build}": {{"{name}": "{value}"}}"#);
+            assert!(harness.contains(&entry), "the harness lacks {entry}");
+        }
+    }
+
     #[test]
     fn gpu_plans_state_their_dtype_and_no_cpu_settings() {
         let mut p = profile(HardwareClass::CudaDiscrete);

