@@ -168,6 +168,19 @@ struct Build {
     name: String,
     ty: FileType,
     file: PathBuf,
+    /// Whether llama-bench may put the weights in the AMX or repacked buffer (its
+    /// default); cleared after a warm-up that died by a signal with it.
+    repack: bool,
+}
+
+/// How one llama-bench invocation ended.
+enum Outcome {
+    Ran(Timing, String),
+    /// Killed by `signal` before it reported; its stderr.
+    Killed {
+        signal: i32,
+        log: String,
+    },
 }
 
 /// How llama-bench is invoked.
@@ -219,6 +232,7 @@ impl LlamaSession {
                 name: name.clone(),
                 ty,
                 file,
+                repack: true,
             });
         }
         let runner = Runner {
@@ -226,7 +240,7 @@ impl LlamaSession {
             prompt: request.prefill_tokens,
             threads: request.threads,
         };
-        let (kernels, first) = runner.warm_up(&builds)?;
+        let (kernels, first) = runner.warm_up(&mut builds)?;
         let hello = Hello {
             engine: "llama.cpp".into(),
             version: first.build_number.to_string(),
@@ -269,20 +283,48 @@ impl LlamaSession {
 
 impl Runner {
     /// One untimed invocation per build, verbose: it checks the file loads and runs,
-    /// and its log names the buffer the weights went to.
+    /// and its log names the buffer the weights went to. A build whose warm-up dies by
+    /// a signal with llama.cpp's AMX or repacked buffer (ggml-org/llama.cpp#20824 on
+    /// some AMX hosts) is reported as crashed and retried with `--repack 0`, which
+    /// leaves every extra CPU buffer type out (llama-bench.cpp: `use_extra_bufts`); its
+    /// rounds then run that way, and its kernel says so.
     fn warm_up(
         &self,
-        builds: &[Build],
+        builds: &mut [Build],
     ) -> anyhow::Result<(BTreeMap<String, EngineKernel>, BenchEntry)> {
         let mut kernels = BTreeMap::new();
         let mut first = None;
-        for b in builds {
-            let (timing, log) = self.invoke(b, true)?;
+        for b in builds.iter_mut() {
+            let mut crashed = None;
+            let (timing, log) = match self.run(b, true)? {
+                Outcome::Ran(timing, log) => (timing, log),
+                Outcome::Killed { signal, log } if repack_buffer_in(&log) => {
+                    eprintln!(
+                        "edgeplan: bench --engine llama.cpp: {} died by {} on {} with the repacked/AMX weight buffer (ggml-org/llama.cpp#20824); retrying it with --repack 0",
+                        self.program.display(),
+                        signal_name(signal),
+                        b.name
+                    );
+                    b.repack = false;
+                    crashed = Some(signal);
+                    self.invoke(b, true)?
+                }
+                Outcome::Killed { signal, log } => {
+                    return Err(self.failure(b, &log, format!("died by {}", signal_name(signal))));
+                }
+            };
+            let mut op = kernel_op(&log);
+            if let Some(signal) = crashed {
+                op = format!(
+                    "{op} with --repack 0 (with repack llama-bench died by {})",
+                    signal_name(signal)
+                );
+            }
             kernels.insert(
                 b.name.clone(),
                 EngineKernel {
                     kernel_class: b.ty.name().to_string(),
-                    op: kernel_op(&log),
+                    op,
                     isa_hint: (!timing.entry.cpu_info.is_empty())
                         .then(|| timing.entry.cpu_info.clone()),
                     rel_error: None,
@@ -297,8 +339,33 @@ impl Runner {
         Ok((kernels, first))
     }
 
-    /// Runs llama-bench once on `b`'s file; its timing and its stderr.
+    /// Runs llama-bench once on `b`'s file; its timing and its stderr. Death by a
+    /// signal is an error here.
     fn invoke(&self, b: &Build, verbose: bool) -> anyhow::Result<(Timing, String)> {
+        match self.run(b, verbose)? {
+            Outcome::Ran(timing, log) => Ok((timing, log)),
+            Outcome::Killed { signal, log } => {
+                Err(self.failure(b, &log, format!("died by {}", signal_name(signal))))
+            }
+        }
+    }
+
+    /// The error for `b`'s invocation: why, and the end of its stderr.
+    fn failure(&self, b: &Build, log: &str, why: String) -> anyhow::Error {
+        let what = format!("bench --engine llama.cpp: {}", self.program.display());
+        let config = if b.repack { "" } else { " (--repack 0)" };
+        match stderr_tail(log) {
+            Some(t) => unavailable(format!(
+                "{what}: {why} on {}{config}; its last output: {t}",
+                b.name
+            )),
+            None => unavailable(format!("{what}: {why} on {}{config}", b.name)),
+        }
+    }
+
+    /// Runs llama-bench once on `b`'s file.
+    fn run(&self, b: &Build, verbose: bool) -> anyhow::Result<Outcome> {
+        use std::os::unix::process::ExitStatusExt;
         let mut cmd = Command::new(&self.program);
         cmd.arg("-m")
             .arg(&b.file)
@@ -306,29 +373,56 @@ impl Runner {
             .args(["-p", &self.prompt.to_string()])
             .args(["-n", &GEN_TOKENS.to_string()])
             .args(["-r", "1", "--no-warmup", "-o", "json"]);
+        if !b.repack {
+            cmd.args(["--repack", "0"]);
+        }
         if verbose {
             cmd.arg("-v");
         }
-        let what = format!("bench --engine llama.cpp: {}", self.program.display());
-        let out = cmd
-            .output()
-            .map_err(|e| unavailable(format!("{what}: cannot run: {e}")))?;
+        let out = cmd.output().map_err(|e| {
+            unavailable(format!(
+                "bench --engine llama.cpp: {}: cannot run: {e}",
+                self.program.display()
+            ))
+        })?;
         let log = String::from_utf8_lossy(&out.stderr).into_owned();
-        let fail = |why: String| match stderr_tail(&log) {
-            Some(t) => unavailable(format!("{what}: {why} on {}; its last output: {t}", b.name)),
-            None => unavailable(format!("{what}: {why} on {}", b.name)),
-        };
+        if let Some(signal) = out.status.signal() {
+            return Ok(Outcome::Killed { signal, log });
+        }
         if !out.status.success() {
-            return Err(fail(format!("exited with {}", out.status)));
+            return Err(self.failure(b, &log, format!("exited with {}", out.status)));
         }
         let timing = parse_output(
             &String::from_utf8_lossy(&out.stdout),
             self.prompt,
             GEN_TOKENS,
         )
-        .map_err(fail)?;
-        Ok((timing, log))
+        .map_err(|why| self.failure(b, &log, why))?;
+        Ok(Outcome::Ran(timing, log))
     }
+}
+
+/// Whether a llama.cpp log shows the weights in the AMX or repacked buffer.
+fn repack_buffer_in(log: &str) -> bool {
+    log.lines().any(|l| {
+        (l.contains("AMX") || l.contains("CPU_REPACK")) && l.contains("buffer size")
+            || l.contains("repack tensor")
+    })
+}
+
+/// `signal 11 (SIGSEGV)`.
+fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        15 => "SIGTERM",
+        _ => return format!("signal {signal}"),
+    };
+    format!("signal {signal} ({name})")
 }
 
 /// The last non-empty line of `log`, made printable.

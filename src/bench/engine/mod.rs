@@ -257,7 +257,18 @@ pub fn assemble(inputs: &EngineInputs, m: Measured, own: OwnRun) -> EngineReport
         .filter(|p| hello.timed.contains(p));
     let comparisons = planned.map_or_else(Vec::new, |p| comparisons(&m.series, p));
     let results = rows(inputs, own, hello, &m.series);
-    let verdict = verdict::decide(inputs, hello, &comparisons, &results);
+    let mut verdict = verdict::decide(inputs, hello, &comparisons, &results);
+    // Which configuration ran, where it is not the engine's default (llama-bench
+    // retried without repack after a crash).
+    for (build, k) in hello
+        .kernels
+        .iter()
+        .filter(|(_, k)| k.op.contains("with --repack 0"))
+    {
+        verdict
+            .reason
+            .push_str(&format!("; {build} ran with --repack 0 ({})", k.op));
+    }
     EngineReport {
         engine: m.engine.to_string(),
         version: hello.version.clone(),

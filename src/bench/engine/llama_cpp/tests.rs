@@ -197,3 +197,61 @@ fn an_unknown_family_is_exit_65_before_anything_runs() {
     let err = launcher.start(&req).err().unwrap();
     assert_eq!(crate::error::exit_for(&err), crate::error::Exit::DataErr);
 }
+
+/// The AMX-host crash (ggml-org/llama.cpp#20824), on any host: a stand-in llama-bench
+/// that dies by SIGSEGV after logging the AMX buffer unless given `--repack 0`. The
+/// build is retried without repack, timed that way in every round, and its kernel says
+/// which configuration ran and why.
+#[test]
+fn a_build_that_crashes_with_the_amx_buffer_is_retried_and_timed_with_repack_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/engines/llama-bench-q4_0.json");
+    let log = dir.path().join("calls");
+    let body = format!(
+        "echo \"$*\" >> {log}\n\
+         case \"$*\" in *'--repack 0'*) cat {json}; exit 0;; esac\n\
+         echo 'load_tensors:          AMX model buffer size =    10.00 MiB' >&2\n\
+         kill -SEGV $$",
+        log = log.display(),
+        json = json.display()
+    );
+    let launcher = LlamaBenchLauncher::find(Some(&stand_in(dir.path(), &body))).unwrap();
+    let mut s = launcher.start(&request(&["q4_0"], 1, 2)).unwrap();
+    let op = s.hello().kernels["q4_0"].op.clone();
+    assert!(op.contains("--repack 0"), "{op}");
+    assert!(op.contains("signal 11 (SIGSEGV)"), "{op}");
+    assert_eq!(s.hello().timed, vec!["q4_0"]);
+    assert!(s.next_round().unwrap().is_some());
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = calls.lines().collect();
+    // The crashed warm-up, the retried one, then the round: all after the first
+    // without repack.
+    assert_eq!(lines.len(), 3, "{calls}");
+    assert!(!lines[0].contains("--repack 0"), "{calls}");
+    assert!(
+        lines[1..].iter().all(|l| l.contains("--repack 0")),
+        "{calls}"
+    );
+}
+
+/// A crash the repack buffer does not explain, or one that --repack 0 does not cure,
+/// is exit 69 naming the signal (and the configuration).
+#[test]
+fn a_crash_without_the_repack_buffer_or_with_repack_0_too_is_exit_69_naming_the_signal() {
+    for (body, want) in [
+        ("kill -SEGV $$", "died by signal 11 (SIGSEGV) on q4_0"),
+        (
+            "echo 'load_tensors: CPU_REPACK model buffer size = 1.00 MiB' >&2; kill -BUS $$",
+            "died by signal 7 (SIGBUS) on q4_0 (--repack 0)",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let launcher = LlamaBenchLauncher::find(Some(&stand_in(dir.path(), body))).unwrap();
+        let err = launcher.start(&request(&["q4_0"], 1, 2)).err().unwrap();
+        assert_eq!(
+            crate::error::exit_for(&err),
+            crate::error::Exit::Unavailable
+        );
+        assert!(err.to_string().contains(want), "{err}");
+    }
+}
