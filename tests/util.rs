@@ -108,12 +108,32 @@ pub fn run_measured(cmd: &mut std::process::Command, limit: std::time::Duration)
     use std::io::Read;
     use std::os::unix::process::CommandExt;
     use std::process::Stdio;
+    // The peak RSS comes from GNU time, which forks the command from its own small
+    // process: a child forked from this test binary would count the binary's own
+    // resident memory (other tests' buffers) in its ru_maxrss, which exec keeps.
+    let rss_file = tempfile::NamedTempFile::new().unwrap();
+    let mut wrapped = std::process::Command::new("/usr/bin/time");
+    wrapped
+        .args(["-f", "%M", "-o"])
+        .arg(rss_file.path())
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(v) => wrapped.env(key, v),
+            None => wrapped.env_remove(key),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    let cmd = &mut wrapped;
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
     let start = std::time::Instant::now();
-    let mut child = cmd.spawn().expect("spawn");
+    let mut child = cmd.spawn().expect("spawn /usr/bin/time (Debian's `time`)");
     let pid = child.id() as libc::pid_t;
     let mut pipes = [
         Box::new(child.stdout.take().unwrap()) as Box<dyn Read + Send>,
@@ -154,7 +174,12 @@ pub fn run_measured(cmd: &mut std::process::Command, limit: std::time::Duration)
         stdout: out.join().unwrap(),
         stderr: err.join().unwrap(),
         elapsed,
-        max_rss_kib: usage.ru_maxrss as u64,
+        max_rss_kib: std::fs::read_to_string(rss_file.path())
+            .ok()
+            .and_then(|t| t.lines().last().and_then(|l| l.trim().parse().ok()))
+            .unwrap_or_else(|| {
+                panic!("no peak RSS from /usr/bin/time (usage {})", usage.ru_maxrss)
+            }),
     }
 }
 

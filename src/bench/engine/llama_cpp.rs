@@ -299,12 +299,7 @@ impl Runner {
             let (timing, log) = match self.run(b, true)? {
                 Outcome::Ran(timing, log) => (timing, log),
                 Outcome::Killed { signal, log } if repack_buffer_in(&log) => {
-                    eprintln!(
-                        "edgeplan: bench --engine llama.cpp: {} died by {} on {} with the repacked/AMX weight buffer (ggml-org/llama.cpp#20824); retrying it with --repack 0",
-                        self.program.display(),
-                        signal_name(signal),
-                        b.name
-                    );
+                    // Reported in the kernel and the verdict, not printed here.
                     b.repack = false;
                     crashed = Some(signal);
                     self.invoke(b, true)?
