@@ -76,6 +76,14 @@ fn run_script(
     cmd.output().unwrap()
 }
 
+/// Writes an executable file at `path` (its directory made first).
+fn exe(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -287,12 +295,6 @@ fn a_llama_cpp_script_stops_early_naming_what_is_missing() {
         "nothing is written before the tools are there"
     );
     // Tools present, but the conversion fails: the run leaves no OUT_DIR behind.
-    use std::os::unix::fs::PermissionsExt;
-    let exe = |path: &std::path::Path, text: &str| {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    };
     let tree = dir.path().join("tree");
     exe(&tree.join("build/bin/llama-server"), "#!/bin/sh\nexit 0\n");
     exe(
@@ -412,12 +414,6 @@ fn script_describes_one_device_and_is_empty_on_failure() {
 /// every invocation's arguments go to `argv.log`. A smoke run (it has `--port`) answers
 /// /health and one /completion; the final serve line (no `--port`) exits at once.
 fn fake_llama_tree(dir: &Path, mode: &str) -> (std::path::PathBuf, std::path::PathBuf) {
-    use std::os::unix::fs::PermissionsExt;
-    let exe = |path: &Path, text: &str| {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    };
     let tree = dir.join("tree");
     let argv_log = dir.join("argv.log");
     let server = format!(
