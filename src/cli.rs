@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
 
-use crate::commands::bench::{BenchCommand, EXECUTOR_ENV, Executor};
+use crate::commands::bench::{BenchCommand, EXECUTOR_ENV, Executor, FakeSettings};
 use crate::commands::plan::{FitArgs, PlanFormat, PlanRequest, Source};
 use crate::commands::probe::{ProbeFormat, ProbeRequest};
 use crate::commands::schema::SchemaKind;
@@ -483,6 +483,31 @@ fn probe_request(args: ProbeArgs) -> anyhow::Result<ProbeRequest> {
 /// `--max-model-len` parser (`human_readable_int`, vllm/engine/arg_utils.py) reads
 /// lowercase `k` as 1000, so edgeplan only ever hands an engine the resolved integer,
 /// never the suffix.
+/// The fake executor's settings from `EDGEPLAN_BENCH_EXECUTOR` (`fake`, `fake-slow-PATH`,
+/// `fake-disturb-own`, `fake-disturb-engine`).
+fn fake_settings(value: &str) -> Option<FakeSettings> {
+    use crate::bench::engine::solo::Side;
+    let settings = FakeSettings::default();
+    match value {
+        "fake" => Some(settings),
+        "fake-disturb-own" => Some(FakeSettings {
+            disturb: Some(Side::Own),
+            ..settings
+        }),
+        "fake-disturb-engine" => Some(FakeSettings {
+            disturb: Some(Side::Engine),
+            ..settings
+        }),
+        other => other
+            .strip_prefix("fake-slow-")
+            .and_then(crate::bench::backend::KernelPath::parse)
+            .map(|path| FakeSettings {
+                slow: Some(path),
+                ..settings
+            }),
+    }
+}
+
 pub fn parse_tokens(text: &str) -> Result<u64, String> {
     let bad = || {
         format!(
@@ -624,16 +649,12 @@ fn bench_request(args: BenchArgs) -> anyhow::Result<BenchCommand> {
         )));
     }
     let executor = match std::env::var(EXECUTOR_ENV).as_deref() {
-        Ok("fake") => Executor::Fake(None),
         Ok("real") | Ok("") | Err(_) => Executor::Real,
-        Ok(other) => match other.strip_prefix("fake-slow-").and_then(KernelPath::parse) {
-            Some(path) => Executor::Fake(Some(path)),
-            None => {
-                return Err(usage(format!(
-                    "{EXECUTOR_ENV}={other}: use real, fake or fake-slow-PATH"
-                )));
-            }
-        },
+        Ok(other) => Executor::Fake(fake_settings(other).ok_or_else(|| {
+            usage(format!(
+                "{EXECUTOR_ENV}={other}: use real, fake, fake-slow-PATH or fake-disturb-own|engine"
+            ))
+        })?),
     };
     let engine = engine_choice(args.engine, args.python, args.llama_bench)?;
     let request = BenchRequest {

@@ -29,6 +29,9 @@ pub enum Exit {
     Software = 70,
     /// I/O error while reading or writing.
     IoErr = 74,
+    /// Try again: `bench --save` of a run the solo check found noisy saved nothing;
+    /// sysexits' EX_TEMPFAIL.
+    TempFail = 75,
 }
 
 impl Exit {
@@ -85,6 +88,15 @@ pub fn no_input(message: impl Into<String>) -> anyhow::Error {
 pub fn unavailable(message: impl Into<String>) -> anyhow::Error {
     Coded {
         exit: Exit::Unavailable,
+        message: message.into(),
+    }
+    .into()
+}
+
+/// A result too disturbed to keep: rerun later (exit 75).
+pub fn temp_fail(message: impl Into<String>) -> anyhow::Error {
+    Coded {
+        exit: Exit::TempFail,
         message: message.into(),
     }
     .into()

@@ -661,3 +661,110 @@ fn engine_section_reports_the_engines_kernels_and_its_verdict() {
     // --strict follows the engine's verdict.
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// The fake `--engine vllm` run's JSON under `executor`, with its exit status.
+fn engine_run(executor: &str, extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {
+    let out = fake_bench(executor)
+        .args(["--model-config"])
+        .arg(fixture(TINY))
+        .args(["--profile"])
+        .arg(fixture(ZEN4))
+        .args(["--engine", "vllm", "--format", "json"])
+        .args(extra)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let report = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out.status.code(), report, stderr)
+}
+
+/// The solo check: each side of an `--engine` run is set against a short run of it alone.
+/// On a quiet (fake) host both sides agree with their solo runs; with one side slowed 2x
+/// in the run only (`fake-disturb-own|engine`), that side's figures are marked noisy with
+/// the figures in the reason, the other side's are not, and the verdict decides nothing.
+#[test]
+fn an_engine_run_with_one_side_slowed_is_marked_noisy_and_decides_nothing() {
+    let (code, quiet, stderr) = engine_run("fake", &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let solo = &quiet["engine"]["solo"];
+    assert_eq!(solo["noisy"], false, "{solo}");
+    assert_eq!(solo["limit_pct"], 10.0);
+    let sides: Vec<&str> = solo["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["side"].as_str().unwrap())
+        .collect();
+    assert!(
+        sides.contains(&"engine") && sides.contains(&"own"),
+        "{solo}"
+    );
+    assert_ne!(quiet["engine"]["verdict"]["status"], "inconclusive");
+    let quiet_status = quiet["engine"]["verdict"]["status"].clone();
+
+    for (executor, side, other) in [
+        ("fake-disturb-own", "own", "engine"),
+        ("fake-disturb-engine", "engine", "own"),
+    ] {
+        let (code, r, stderr) = engine_run(executor, &[]);
+        assert_eq!(code, Some(0), "{executor}: {stderr}");
+        let solo = &r["engine"]["solo"];
+        assert_eq!(solo["noisy"], true, "{executor}: {solo}");
+        for f in solo["figures"].as_array().unwrap() {
+            let off = f["off_pct"].as_f64().unwrap();
+            if f["side"] == side {
+                assert!(
+                    f["noisy"] == true && (off - 100.0).abs() < 5.0,
+                    "{executor}: {f}"
+                );
+            } else {
+                assert_eq!(f["side"], other);
+                assert!(f["noisy"] == false && off.abs() < 10.0, "{executor}: {f}");
+            }
+        }
+        let reason = solo["reason"].as_str().unwrap();
+        let label = if side == "own" {
+            "edgeplan's"
+        } else {
+            "the engine's"
+        };
+        assert!(
+            reason.contains(label) && reason.contains("alone (+"),
+            "{reason}"
+        );
+        let v = &r["engine"]["verdict"];
+        assert_eq!(v["status"], "inconclusive", "{executor}: {v}");
+        assert_eq!(v["noisy"], true);
+        assert!(
+            v["reason"].as_str().unwrap().contains("the run is noisy"),
+            "{v}"
+        );
+        // The same run without the disturbance decides; this one must not.
+        assert_ne!(v["status"], quiet_status);
+    }
+}
+
+/// `--save` of a noisy `--engine` run saves nothing and exits 75 (try again) with one
+/// line naming the file; the report still goes to stdout. A quiet run saves.
+#[test]
+fn save_refuses_a_noisy_engine_run_and_keeps_a_quiet_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("measured.json");
+    let t = target.to_str().unwrap();
+    let (code, report, stderr) = engine_run("fake-disturb-engine", &["--save", t]);
+    assert_eq!(code, Some(75), "{stderr}");
+    assert!(!target.exists(), "a noisy run was saved");
+    assert_eq!(report["engine"]["solo"]["noisy"], true);
+    let last = stderr.trim_end().lines().last().unwrap();
+    assert!(
+        last.starts_with(&format!(
+            "edgeplan: bench --save {t}: nothing saved: noisy run: "
+        )),
+        "{stderr}"
+    );
+    let (code, _, stderr) = engine_run("fake", &["--save", t]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&target).unwrap()).unwrap();
+    assert_eq!(saved["measurements"]["engines"][0]["engine"], "vllm");
+}

@@ -73,6 +73,8 @@ pub struct FakeBackend {
     pool: ScopedPool,
     clock: Arc<FakeClock>,
     slow: Option<KernelPath>,
+    /// Every GEMM's simulated time is multiplied by this (a disturbed host).
+    disturbance: f64,
 }
 
 impl FakeBackend {
@@ -81,7 +83,15 @@ impl FakeBackend {
             pool: ScopedPool::new(workers),
             clock,
             slow: None,
+            disturbance: 1.0,
         }
+    }
+
+    /// Makes every GEMM `factor` times slower, as another job on the host would
+    /// (to test the solo check of `bench --engine`).
+    pub fn disturbed(mut self, factor: f64) -> FakeBackend {
+        self.disturbance = factor;
+        self
     }
 
     /// Makes `path` four times slower than its default simulated speed.
@@ -281,7 +291,8 @@ impl Backend for FakeBackend {
         }
         let bytes = self.weight_bytes(w) as f64;
         let work = (x.m * w.n * w.k) as f64;
-        self.clock.advance(bytes / bps + work / macs);
+        self.clock
+            .advance((bytes / bps + work / macs) * self.disturbance);
         match &w.dequant {
             Some(d) => {
                 for m in 0..x.m {

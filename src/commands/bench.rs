@@ -13,15 +13,17 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::bench::backend::{Backend, KernelPath};
 use crate::bench::clock::{self, Clock, FakeClock, RealClock};
+use crate::bench::engine::protocol::Launcher;
+use crate::bench::engine::solo::{LoadSample, Side, Stage};
 use crate::bench::engine::{self, EngineBuild, EngineInputs, fake::FakeEngine, vllm::VllmLauncher};
 use crate::bench::fake::FakeBackend;
 use crate::bench::host;
 use crate::bench::kernels_backend::KernelsBackend;
-use crate::bench::request::{BenchRequest, EngineChoice, ModelSpec, resolve_threads};
+use crate::bench::request::{BenchRequest, Effort, EngineChoice, ModelSpec, resolve_threads};
 use crate::bench::verdict::{PlanInput, Status};
 use crate::bench::workload::Workload;
 use crate::bench::{self, Inputs, Outcome, save};
-use crate::error::{Exit, data_error, io_error, read_text_capped};
+use crate::error::{Exit, data_error, io_error, read_text_capped, temp_fail};
 use crate::model::ModelShape;
 use crate::output;
 use crate::plan::input::{MAX_INPUT_BYTES, check_consistent};
@@ -36,9 +38,18 @@ pub const EXECUTOR_ENV: &str = "EDGEPLAN_BENCH_EXECUTOR";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Executor {
     Real,
-    /// Simulated GEMMs on a virtual clock; `Some(path)` makes that path 4x slower (to
-    /// test a contradicted plan end to end).
-    Fake(Option<KernelPath>),
+    /// Simulated GEMMs (and, with `--engine`, the fake engine) on a virtual clock.
+    Fake(FakeSettings),
+}
+
+/// What the fake executor simulates besides its default speeds (tests only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FakeSettings {
+    /// This path runs 4x slower (to test a contradicted plan end to end).
+    pub slow: Option<KernelPath>,
+    /// This side runs 2x slower in the `--engine` run than in its solo run, as when
+    /// another job shares the host (to test the solo check).
+    pub disturb: Option<Side>,
 }
 
 /// A resolved `bench` command line.
@@ -85,41 +96,68 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<Exit> {
         thread_note,
         started_unix,
     };
-    let outcome = match cmd.executor {
-        Executor::Fake(slow) => {
+    let outcome = match (cmd.executor, &engine_inputs, &req.engine) {
+        (Executor::Fake(fake), Some(e), _) => {
             let clock = Arc::new(FakeClock::new(0.0));
-            let engine = match &engine_inputs {
-                Some(e) => {
-                    let fake = FakeEngine::vllm_like(clock.clone());
-                    Some((e, engine::measure(e, &fake, clock.as_ref())?))
-                }
-                None => None,
+            let factor = |side: Side, stage: Stage| match (fake.disturb, stage) {
+                (Some(d), Stage::EngineRun | Stage::OwnRun) if d == side => 2.0,
+                _ => 1.0,
             };
-            let backend = FakeBackend::new(threads, clock.clone()).slowing(slow);
-            with_engine(execute(&inputs, &backend, clock.as_ref())?, engine)
+            let launcher = |stage: Stage| -> anyhow::Result<Box<dyn Launcher>> {
+                let mut engine = FakeEngine::vllm_like(clock.clone());
+                engine.disturbance = factor(Side::Engine, stage);
+                Ok(Box::new(engine))
+            };
+            let backend = |stage: Stage| {
+                Ok(FakeBackend::new(threads, clock.clone())
+                    .slowing(fake.slow)
+                    .disturbed(factor(Side::Own, stage)))
+            };
+            let sides = Sides {
+                launcher: &launcher,
+                backend: &backend,
+                load: &|_| None,
+            };
+            with_engine(&inputs, e, &sides, clock.as_ref())?
         }
-        Executor::Real => {
+        (Executor::Fake(fake), None, _) => {
+            let clock = Arc::new(FakeClock::new(0.0));
+            let backend = FakeBackend::new(threads, clock.clone()).slowing(fake.slow);
+            execute(&inputs, &backend, clock.as_ref())?
+        }
+        (Executor::Real, engine, choice) => {
             // One bench at a time on this host (bench::lock); held until this returns,
-            // over the engine's rounds and edgeplan's own.
+            // over the engine's rounds, edgeplan's own and the solo runs.
             let _lock = bench::lock::acquire(
                 &bench::lock::default_path(),
                 bench::lock::MAX_WAIT,
                 &|line| diag!("edgeplan: {line}"),
             );
-            let engine = match (&engine_inputs, &req.engine) {
+            match (engine, choice) {
                 (Some(e), Some(choice)) => {
-                    let launcher = launcher_for(choice)?;
-                    diag!(
-                        "edgeplan: timing {}'s own kernels with {} (it prepares its weights first: a minute or two)",
-                        launcher.engine(),
-                        launcher.program()
-                    );
-                    Some((e, engine::measure(e, launcher.as_ref(), &RealClock::new())?))
+                    let launcher = |stage: Stage| -> anyhow::Result<Box<dyn Launcher>> {
+                        let launcher = launcher_for(choice)?;
+                        let what = match stage {
+                            Stage::EngineSolo => "its solo run: the planned build again, alone",
+                            _ => "it prepares its weights first: a minute or two",
+                        };
+                        diag!(
+                            "edgeplan: timing {}'s own kernels with {} ({what})",
+                            launcher.engine(),
+                            launcher.program()
+                        );
+                        Ok(launcher)
+                    };
+                    let backend = |_| KernelsBackend::new(threads);
+                    let sides = Sides {
+                        launcher: &launcher,
+                        backend: &backend,
+                        load: &host_load,
+                    };
+                    with_engine(&inputs, e, &sides, &RealClock::new())?
                 }
-                _ => None,
-            };
-            let backend = KernelsBackend::new(threads)?;
-            with_engine(execute(&inputs, &backend, &RealClock::new())?, engine)
+                _ => execute(&inputs, &KernelsBackend::new(threads)?, &RealClock::new())?,
+            }
         }
     };
     finish(req, &profile, original.as_deref(), outcome)
@@ -247,22 +285,98 @@ fn llama_cpp_builds(
     (builds, planned)
 }
 
-/// Sets the engine's rounds against the own run, into the report.
-fn with_engine(outcome: Outcome, engine: Option<(&EngineInputs, engine::Measured)>) -> Outcome {
-    match (outcome, engine) {
-        (
-            Outcome::Report {
-                mut report,
-                warnings,
-            },
-            Some((inputs, measured)),
-        ) => {
-            let section = engine::assemble(inputs, measured, engine::OwnRun::of(&report));
-            report.engine = Some(section);
-            Outcome::Report { report, warnings }
+/// How an `--engine` run gets each side, per stage: the engine's launcher, edgeplan's
+/// backend (made afresh for each stage, so no pool outlives its stage), and the host's
+/// load (none under the fake executor).
+struct Sides<'a, B> {
+    launcher: &'a dyn Fn(Stage) -> anyhow::Result<Box<dyn Launcher>>,
+    backend: &'a dyn Fn(Stage) -> anyhow::Result<B>,
+    load: &'a dyn Fn(Stage) -> Option<LoadSample>,
+}
+
+/// An `--engine` run: the engine's rounds, edgeplan's own run, then each side briefly
+/// alone (the solo check), in that order, never two at once; then the engine's section
+/// set against the own run, into the report.
+fn with_engine<B: Backend>(
+    inputs: &Inputs,
+    e: &EngineInputs,
+    sides: &Sides<B>,
+    clock: &dyn Clock,
+) -> anyhow::Result<Outcome> {
+    let mut load: Vec<LoadSample> = Vec::new();
+    load.extend((sides.load)(Stage::EngineRun));
+    let measured = engine::measure(e, (sides.launcher)(Stage::EngineRun)?.as_ref(), clock)?;
+    load.extend((sides.load)(Stage::OwnRun));
+    let (mut report, warnings) = match execute(inputs, &(sides.backend)(Stage::OwnRun)?, clock)? {
+        Outcome::Report { report, warnings } => (report, warnings),
+        kernels @ Outcome::Kernels(_) => return Ok(kernels),
+    };
+    let solo = match e.solo(&measured) {
+        Some(engine_solo) => {
+            load.extend((sides.load)(Stage::EngineSolo));
+            let launcher = (sides.launcher)(Stage::EngineSolo)?;
+            let engine_alone = engine::measure(&engine_solo, launcher.as_ref(), clock)?;
+            load.extend((sides.load)(Stage::OwnSolo));
+            let own_alone = own_solo(
+                inputs,
+                &e.own_paths(),
+                &(sides.backend)(Stage::OwnSolo)?,
+                clock,
+            )?;
+            Some(measured.solo_check(&report.results, &engine_alone, &own_alone, load))
         }
-        (outcome, _) => outcome,
+        None => None,
+    };
+    let section = engine::assemble(e, measured, engine::OwnRun::of(&report), solo);
+    report.engine = Some(section);
+    Ok(Outcome::Report { report, warnings })
+}
+
+/// edgeplan's kernels alone, briefly: a `--quick` run of `paths` with no plan, no
+/// engine and no progress bar; its result rows.
+fn own_solo<B: Backend>(
+    inputs: &Inputs,
+    paths: &[KernelPath],
+    backend: &B,
+    clock: &dyn Clock,
+) -> anyhow::Result<Vec<bench::rows::ResultRow>> {
+    if paths.is_empty() {
+        return Ok(Vec::new());
     }
+    let request = BenchRequest {
+        paths: paths.to_vec(),
+        effort: Effort::Quick,
+        rounds: None,
+        budget_s: None,
+        strict: false,
+        save: None,
+        engine: None,
+        list_kernels: false,
+        ..inputs.request.clone()
+    };
+    let solo = Inputs {
+        request: &request,
+        profile: inputs.profile,
+        host_cpu: inputs.host_cpu.clone(),
+        other_device: inputs.other_device.clone(),
+        plan: Err("the solo run of edgeplan's kernels tests no plan".into()),
+        workload: inputs.workload,
+        threads: inputs.threads,
+        thread_note: None,
+        started_unix: inputs.started_unix,
+    };
+    let hidden = Bar(ProgressBar::hidden());
+    match bench::run(&solo, backend, clock, &hidden)? {
+        Outcome::Report { report, .. } => Ok(report.results),
+        Outcome::Kernels(_) => Ok(Vec::new()),
+    }
+}
+
+/// The host's load now, from `/proc/loadavg` (read capped, as every file edgeplan finds).
+fn host_load(stage: Stage) -> Option<LoadSample> {
+    let text =
+        crate::fsx::read_text(Path::new("/proc/loadavg"), 4096, crate::fsx::Source::Found).ok()?;
+    LoadSample::parse(stage, &text)
 }
 
 fn execute<B: Backend>(inputs: &Inputs, backend: &B, clock: &dyn Clock) -> anyhow::Result<Outcome> {
@@ -296,6 +410,12 @@ fn finish(
         output::terminal_text(&report.to_table())
     };
     output::print_stdout(&text)?;
+    if let (Some(path), Some(why)) = (&req.save, noisy(&report)) {
+        return Err(temp_fail(format!(
+            "bench --save {}: nothing saved: {why}",
+            path.display()
+        )));
+    }
     if let Some(path) = &req.save {
         let mut copy = profile.clone();
         copy.measurements = Some(save::measurements(&report, profile.measurements.as_ref()));
@@ -327,6 +447,15 @@ fn finish(
         return Ok(Exit::CheckFailed);
     }
     Ok(Exit::Success)
+}
+
+/// Why the run's figures must not be kept: the solo check found it noisy.
+fn noisy(report: &bench::report::BenchReport) -> Option<&str> {
+    report
+        .engine
+        .as_ref()
+        .and_then(|e| e.solo.as_ref())
+        .and_then(|s| s.reason.as_deref())
 }
 
 /// True when `a` and `b` name the same existing file.

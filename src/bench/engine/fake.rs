@@ -28,6 +28,8 @@ pub struct FakeEngine {
     pub builds: BTreeMap<String, FakeBuild>,
     /// Builds it says it does not run here, with why.
     pub skipped: BTreeMap<String, String>,
+    /// Every step time is multiplied by this (a disturbed host).
+    pub disturbance: f64,
     clock: Arc<FakeClock>,
 }
 
@@ -51,6 +53,7 @@ impl FakeEngine {
                 "w4a8".to_string(),
                 "the fake engine routes W4A8 only with AMX".to_string(),
             )]),
+            disturbance: 1.0,
             clock,
         }
     }
@@ -109,6 +112,7 @@ impl Launcher for FakeEngine {
         };
         Ok(Box::new(FakeSession {
             builds: self.builds.clone(),
+            disturbance: self.disturbance,
             request: request.clone(),
             hello,
             rng: Rng::new(request.seed),
@@ -121,6 +125,7 @@ impl Launcher for FakeEngine {
 
 struct FakeSession {
     builds: BTreeMap<String, FakeBuild>,
+    disturbance: f64,
     request: HarnessRequest,
     hello: Hello,
     rng: Rng,
@@ -144,7 +149,7 @@ impl Session for FakeSession {
         for name in &self.hello.timed {
             let b = self.builds[name];
             let own = 1.0 + 0.01 * self.rng.uniform() as f64;
-            let f = shared * own;
+            let f = shared * own * self.disturbance;
             let t = BuildTimes {
                 decode_layers_s: b.decode_layer_s * self.request.layers as f64 * f,
                 head_s: b.head_s * f,

@@ -22,6 +22,7 @@ pub mod gguf;
 pub mod llama_cpp;
 pub mod protocol;
 pub mod report;
+pub mod solo;
 pub mod vllm;
 
 use std::collections::BTreeMap;
@@ -35,6 +36,7 @@ use super::paired::{CONFIDENCE, TIE_BAND, judge, median_interval, ratios, wants_
 use super::report::BenchReport;
 use super::rows::{Peak, ResultRow, Stop};
 use super::workload::{GROUP, Workload};
+use crate::bench::verdict::Status;
 use crate::error::unavailable;
 
 mod verdict;
@@ -86,13 +88,13 @@ impl<'a> OwnRun<'a> {
 
 /// Per-round step times of one build, in seconds.
 #[derive(Debug, Default, Clone)]
-struct Series {
+pub struct Series {
     decode: Vec<f64>,
     prefill: Vec<f64>,
 }
 
 impl Series {
-    fn of(&self, phase: Phase) -> &[f64] {
+    pub fn of(&self, phase: Phase) -> &[f64] {
         match phase {
             Phase::Decode => &self.decode,
             Phase::Prefill => &self.prefill,
@@ -225,6 +227,67 @@ pub fn measure(
     })
 }
 
+impl EngineInputs<'_> {
+    /// The engine's solo run after `run`: the planned build (else the first it timed)
+    /// for [`solo::SOLO_ROUNDS`] rounds, nothing else.
+    pub fn solo(&self, run: &Measured) -> Option<EngineInputs<'_>> {
+        let timed = &run.hello.timed;
+        let build = self
+            .planned
+            .as_ref()
+            .ok()
+            .filter(|p| timed.contains(p))
+            .or_else(|| timed.first())?;
+        Some(EngineInputs {
+            builds: self
+                .builds
+                .iter()
+                .filter(|b| &b.build == build)
+                .cloned()
+                .collect(),
+            planned: Ok(build.clone()),
+            priority: self.priority.clone(),
+            workload: self.workload,
+            model: self.model.clone(),
+            threads: self.threads,
+            prefill_tokens: self.prefill_tokens,
+            quick: self.quick,
+            rounds: RoundsPolicy {
+                min_rounds: solo::SOLO_ROUNDS,
+                max_rounds: solo::SOLO_ROUNDS,
+                budget_s: f64::INFINITY,
+            },
+            l3_bytes: self.l3_bytes,
+        })
+    }
+
+    /// The own paths edgeplan's solo run times: those the engine's rows compare with.
+    pub fn own_paths(&self) -> Vec<KernelPath> {
+        solo::own_paths(self.builds.iter().map(|b| b.own_path))
+    }
+}
+
+impl Measured {
+    /// Sets this run's figures of both sides against their solo runs.
+    pub fn solo_check(
+        &self,
+        own: &[ResultRow],
+        engine_solo: &Measured,
+        own_solo: &[ResultRow],
+        load: Vec<solo::LoadSample>,
+    ) -> solo::SoloCheck {
+        solo::check(
+            &self.series,
+            own,
+            solo::SoloRuns {
+                engine: &engine_solo.series,
+                own: own_solo,
+                load,
+            },
+        )
+    }
+}
+
 fn harness_request(inputs: &EngineInputs) -> HarnessRequest {
     let w = inputs.workload;
     HarnessRequest {
@@ -248,7 +311,12 @@ fn harness_request(inputs: &EngineInputs) -> HarnessRequest {
 
 /// The report section: the engine's rows set against edgeplan's own run, the paired
 /// comparisons and the verdict.
-pub fn assemble(inputs: &EngineInputs, m: Measured, own: OwnRun) -> EngineReport {
+pub fn assemble(
+    inputs: &EngineInputs,
+    m: Measured,
+    own: OwnRun,
+    solo: Option<solo::SoloCheck>,
+) -> EngineReport {
     let hello = &m.hello;
     let planned = inputs
         .planned
@@ -268,6 +336,18 @@ pub fn assemble(inputs: &EngineInputs, m: Measured, own: OwnRun) -> EngineReport
         verdict
             .reason
             .push_str(&format!("; {build} ran with --repack 0 ({})", k.op));
+    }
+    // A run whose sides were disturbed decides nothing.
+    if solo.as_ref().is_some_and(|s| s.noisy) && verdict.status != Status::NotApplicable {
+        verdict.status = Status::Inconclusive;
+        verdict.noisy = true;
+        verdict.recommended_build = verdict.planned_build.clone();
+        verdict.recommended_path = verdict.planned.clone();
+        verdict.reason = format!(
+            "the run is noisy (a side's figures are more than {:.0} % off a short run of it alone: see the solo check), so it decides nothing; the rounds alone said: {}",
+            solo::NOISE_LIMIT_PCT,
+            verdict.reason
+        );
     }
     EngineReport {
         engine: m.engine.to_string(),
@@ -290,6 +370,7 @@ pub fn assemble(inputs: &EngineInputs, m: Measured, own: OwnRun) -> EngineReport
         },
         notes: notes(inputs, hello),
         verdict,
+        solo,
     }
 }
 

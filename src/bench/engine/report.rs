@@ -36,6 +36,10 @@ pub struct EngineReport {
     pub paired: EnginePaired,
     pub verdict: EngineVerdict,
     pub notes: Vec<String>,
+    /// Each side's figures against a short run of that side alone (absent when the
+    /// solo runs were not made).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub solo: Option<super::solo::SoloCheck>,
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -205,6 +209,9 @@ impl EngineReport {
                     Judgement::Undecided => "undecided",
                 }
             );
+        }
+        if let Some(solo) = &self.solo {
+            let _ = writeln!(out, "{}", solo.summary_line());
         }
         for n in &self.notes {
             let _ = writeln!(out, "note: {n}");

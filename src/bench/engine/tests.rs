@@ -69,7 +69,7 @@ fn run_fake(
         results: &[],
         peaks: &[],
     };
-    assemble(&inputs, m, own)
+    assemble(&inputs, m, own, None)
 }
 
 #[test]
