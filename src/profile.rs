@@ -121,6 +121,12 @@ impl Priority {
     }
 }
 
+impl std::fmt::Display for Priority {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The `measurements` object of a profile: `{"bench": {...}}`, written by `bench --save`
 /// and read by `plan`. It is the seam between the two: neither imports the other.
 ///

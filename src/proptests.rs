@@ -189,7 +189,7 @@ fn sample_plan(label: &str) -> crate::plan::Plan {
         &one,
         crate::profile::Priority::Speed,
         &Catalog::builtin(),
-        crate::plan::Engine::Vllm,
+        crate::contract::Engine::Vllm,
     )
 }
 

@@ -443,7 +443,7 @@ fn verdict_stage(
 ) -> verdict::Verdict {
     let mut verdict = verdict::decide(VerdictInput {
         plan: inputs.plan.clone(),
-        priority: inputs.request.priority.as_str().to_string(),
+        priority: inputs.request.priority,
         results: &rounded.results,
         comparisons: &rounded.paired.comparisons,
         fidelity: &rounded.fidelity,

@@ -112,14 +112,13 @@ pub struct BenchRequest {
     pub engine: Option<EngineChoice>,
 }
 
-/// The engine `bench --engine` times, and the program that runs it.
+/// The engine `bench --engine` times, and the program that runs it: the Python vLLM is
+/// installed in (`--python`; default `python3` on PATH), or llama.cpp's `llama-bench`
+/// (`--llama-bench`; default on PATH).
 #[derive(Debug, Clone, PartialEq)]
-pub enum EngineChoice {
-    /// Stock vLLM's CPU kernels, through the harness run by this Python (`--python`;
-    /// default `python3` on PATH).
-    Vllm { python: Option<PathBuf> },
-    /// llama.cpp's own `llama-bench` (`--llama-bench`; default on PATH).
-    LlamaCpp { llama_bench: Option<PathBuf> },
+pub struct EngineChoice {
+    pub engine: crate::contract::Engine,
+    pub program: Option<PathBuf>,
 }
 
 impl BenchRequest {

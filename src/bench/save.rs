@@ -61,7 +61,7 @@ pub fn measurements(report: &BenchReport, earlier: Option<&Measurements>) -> Mea
                 .collect(),
             verdict: Some(BenchVerdict {
                 planned: v.planned.clone(),
-                priority: Some(v.priority.clone()),
+                priority: Some(v.priority.as_str().to_string()),
                 status: Some(v.status.as_str().to_string()),
                 reason: Some(v.reason.clone()),
                 fastest: Some(BenchFastest {
@@ -100,7 +100,7 @@ fn engine_run(report: &BenchReport, e: &EngineReport) -> EngineRun {
             .collect(),
         verdict: EngineRunVerdict {
             planned: e.verdict.planned.clone(),
-            priority: Some(e.verdict.priority.clone()),
+            priority: Some(e.verdict.priority.as_str().to_string()),
             status: Some(e.verdict.status.as_str().to_string()),
             recommended_path: e.verdict.recommended_path.clone(),
             reason: Some(e.verdict.reason.clone()),

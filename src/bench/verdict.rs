@@ -26,6 +26,7 @@
 //!   one that could not be measured at all (no available kernel) is `inconclusive`.
 //! - `--strict` exits 1 only on `contradicted`.
 
+use crate::profile::Priority;
 use serde::Serialize;
 
 use super::backend::{KernelPath, Phase};
@@ -66,8 +67,7 @@ pub struct PlanInput {
     /// Why the plan does not run on a CPU bench can time (`runs on the CUDA GPU`):
     /// the verdict is then `not_applicable` and the CPU rows are for information.
     pub off_cpu: Option<String>,
-    /// `speed` or `fidelity`.
-    pub priority: String,
+    pub priority: Priority,
     /// Where the profile came from (`live probe`, a file name).
     pub source: String,
     /// The profile is an x86 CPU without usable AMX-INT8: vLLM will not run its W4A8
@@ -89,7 +89,7 @@ pub struct Verdict {
     /// The planned path name; `null` when no plan could be made.
     pub planned: Option<String>,
     pub planned_bench_path: Option<KernelPath>,
-    pub priority: String,
+    pub priority: Priority,
     pub plan_source: String,
     pub fastest: Fastest,
     pub confirmed: bool,
@@ -149,7 +149,7 @@ pub const NOISY_WIDTH: f64 = 0.10;
 /// paths whose kernels all failed their check.
 pub struct VerdictInput<'a> {
     pub plan: Result<PlanInput, String>,
-    pub priority: String,
+    pub priority: Priority,
     pub results: &'a [ResultRow],
     pub fidelity: &'a [FidelityRow],
     pub failed_paths: &'a [KernelPath],
@@ -173,7 +173,7 @@ pub fn decide(input: VerdictInput<'_>) -> Verdict {
     let mut v = Verdict {
         planned: None,
         planned_bench_path: None,
-        priority: input.priority.clone(),
+        priority: input.priority,
         plan_source: String::new(),
         fastest,
         confirmed: false,
@@ -195,7 +195,7 @@ pub fn decide(input: VerdictInput<'_>) -> Verdict {
         }
     };
     v.planned = Some(plan.name.clone());
-    v.priority = plan.priority.clone();
+    v.priority = plan.priority;
     v.plan_source = plan.source.clone();
     if let Some(why) = &plan.off_cpu {
         v.status = Status::NotApplicable;
@@ -235,7 +235,7 @@ pub fn decide(input: VerdictInput<'_>) -> Verdict {
     gaps_and_noise(&mut v, input.comparisons);
     v.decode_gap_pct = v.decode_gap_pct.or(pd.map(|_| 0.0));
     v.prefill_gap_pct = v.prefill_gap_pct.or(pp.map(|_| 0.0));
-    if plan.priority == "fidelity" {
+    if plan.priority == Priority::Fidelity {
         decide_fidelity(&mut v, path, input.fidelity);
     } else {
         let measured = [(Phase::Decode, pd), (Phase::Prefill, pp)]
@@ -525,7 +525,10 @@ mod tests {
             name: name.into(),
             bench_path,
             off_cpu: None,
-            priority: priority.into(),
+            priority: Priority::ALL
+                .into_iter()
+                .find(|p| p.as_str() == priority)
+                .unwrap(),
             source: "test".into(),
             x86_without_amx: false,
         })
@@ -537,7 +540,7 @@ mod tests {
         fid: &[FidelityRow],
     ) -> Verdict {
         decide(VerdictInput {
-            priority: "speed".into(),
+            priority: Priority::Speed,
             plan,
             results,
             fidelity: fid,
@@ -553,7 +556,7 @@ mod tests {
         comparisons: &[Comparison],
     ) -> Verdict {
         decide(VerdictInput {
-            priority: "speed".into(),
+            priority: Priority::Speed,
             plan,
             results,
             fidelity: &[],
@@ -809,7 +812,7 @@ mod tests {
     fn failed_kernels_contradict_unmeasured_is_inconclusive() {
         let rows = [r(W4A16, Decode, 50.0, 0.1, "b")];
         let v = decide(VerdictInput {
-            priority: "speed".into(),
+            priority: Priority::Speed,
             plan: plan("w4a8-amx", "speed"),
             results: &rows,
             fidelity: &[],

@@ -23,6 +23,7 @@ use crate::bench::request::{BenchRequest, Effort, EngineChoice, ModelSpec, resol
 use crate::bench::verdict::{PlanInput, Status};
 use crate::bench::workload::Workload;
 use crate::bench::{self, Inputs, Outcome, save};
+use crate::contract::Engine;
 use crate::error::{Exit, data_error, io_error, read_text_capped, temp_fail};
 use crate::model::ModelShape;
 use crate::output;
@@ -96,80 +97,104 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<Exit> {
         thread_note,
         started_unix,
     };
-    let outcome = match (cmd.executor, &engine_inputs, &req.engine) {
-        (Executor::Fake(fake), Some(e), _) => {
-            let clock = Arc::new(FakeClock::new(0.0));
-            let factor = |side: Side, stage: Stage| match (fake.disturb, stage) {
-                (Some(d), Stage::EngineRun | Stage::OwnRun) if d == side => 2.0,
-                _ => 1.0,
-            };
-            let launcher = |stage: Stage| -> anyhow::Result<Box<dyn Launcher>> {
-                let mut engine = FakeEngine::vllm_like(clock.clone());
-                engine.disturbance = factor(Side::Engine, stage);
-                Ok(Box::new(engine))
-            };
-            let backend = |stage: Stage| {
-                Ok(FakeBackend::new(threads, clock.clone())
-                    .slowing(fake.slow)
-                    .disturbed(factor(Side::Own, stage)))
-            };
-            let sides = Sides {
-                launcher: &launcher,
-                backend: &backend,
-                load: &|_| None,
-            };
-            with_engine(&inputs, e, &sides, clock.as_ref())?
-        }
-        (Executor::Fake(fake), None, _) => {
-            let clock = Arc::new(FakeClock::new(0.0));
-            let backend = FakeBackend::new(threads, clock.clone()).slowing(fake.slow);
-            execute(&inputs, &backend, clock.as_ref())?
-        }
-        (Executor::Real, engine, choice) => {
-            // One bench at a time on this host (bench::lock); held until this returns,
-            // over the engine's rounds, edgeplan's own and the solo runs.
-            let _lock = bench::lock::acquire(
-                &bench::lock::default_path(),
-                bench::lock::MAX_WAIT,
-                &|line| diag!("edgeplan: {line}"),
-            );
-            match (engine, choice) {
-                (Some(e), Some(choice)) => {
-                    let launcher = |stage: Stage| -> anyhow::Result<Box<dyn Launcher>> {
-                        let launcher = launcher_for(choice)?;
-                        let what = match stage {
-                            Stage::EngineSolo => "its solo run: the planned build again, alone",
-                            _ => "it prepares its weights first: a minute or two",
-                        };
-                        diag!(
-                            "edgeplan: timing {}'s own kernels with {} ({what})",
-                            launcher.engine(),
-                            launcher.program()
-                        );
-                        Ok(launcher)
-                    };
-                    let backend = |_| KernelsBackend::new(threads);
-                    let sides = Sides {
-                        launcher: &launcher,
-                        backend: &backend,
-                        load: &host_load,
-                    };
-                    with_engine(&inputs, e, &sides, &RealClock::new())?
-                }
-                _ => execute(&inputs, &KernelsBackend::new(threads)?, &RealClock::new())?,
-            }
-        }
+    let outcome = match cmd.executor {
+        Executor::Fake(fake) => run_fake(&inputs, engine_inputs.as_ref(), fake, threads)?,
+        Executor::Real => run_real(
+            &inputs,
+            engine_inputs.as_ref(),
+            req.engine.as_ref(),
+            threads,
+        )?,
     };
     finish(req, &profile, original.as_deref(), outcome)
+}
+
+/// The fake executor's run: simulated kernels, and the fake engine with `--engine`.
+fn run_fake(
+    inputs: &Inputs,
+    engine: Option<&EngineInputs>,
+    fake: FakeSettings,
+    threads: usize,
+) -> anyhow::Result<Outcome> {
+    let clock = Arc::new(FakeClock::new(0.0));
+    let Some(e) = engine else {
+        let backend = FakeBackend::new(threads, clock.clone()).slowing(fake.slow);
+        return execute(inputs, &backend, clock.as_ref());
+    };
+    let factor = |side: Side, stage: Stage| match (fake.disturb, stage) {
+        (Some(d), Stage::EngineRun | Stage::OwnRun) if d == side => 2.0,
+        _ => 1.0,
+    };
+    let launcher = |stage: Stage| -> anyhow::Result<Box<dyn Launcher>> {
+        let mut engine = FakeEngine::vllm_like(clock.clone());
+        engine.disturbance = factor(Side::Engine, stage);
+        Ok(Box::new(engine))
+    };
+    let backend = |stage: Stage| {
+        Ok(FakeBackend::new(threads, clock.clone())
+            .slowing(fake.slow)
+            .disturbed(factor(Side::Own, stage)))
+    };
+    let sides = Sides {
+        launcher: &launcher,
+        backend: &backend,
+        load: &|_| None,
+    };
+    with_engine(inputs, e, &sides, clock.as_ref())
+}
+
+/// The real run: this host's kernels, and the engine's with `--engine`. One bench at a
+/// time on this host (bench::lock), held until this returns, over the engine's rounds,
+/// edgeplan's own and the solo runs.
+fn run_real(
+    inputs: &Inputs,
+    engine: Option<&EngineInputs>,
+    choice: Option<&EngineChoice>,
+    threads: usize,
+) -> anyhow::Result<Outcome> {
+    let _lock = bench::lock::acquire(
+        &bench::lock::default_path(),
+        bench::lock::MAX_WAIT,
+        &|line| diag!("edgeplan: {line}"),
+    );
+    let (Some(e), Some(choice)) = (engine, choice) else {
+        return execute(inputs, &KernelsBackend::new(threads)?, &RealClock::new());
+    };
+    let launcher = |stage: Stage| -> anyhow::Result<Box<dyn Launcher>> {
+        let launcher = launcher_for(choice)?;
+        let what = match stage {
+            Stage::EngineSolo => "its solo run: the planned build again, alone",
+            _ => "it prepares its weights first: a minute or two",
+        };
+        diag!(
+            "edgeplan: timing {}'s own kernels with {} ({what})",
+            launcher.engine(),
+            launcher.program()
+        );
+        Ok(launcher)
+    };
+    let backend = |_| KernelsBackend::new(threads);
+    let sides = Sides {
+        launcher: &launcher,
+        backend: &backend,
+        load: &host_load,
+    };
+    with_engine(inputs, e, &sides, &RealClock::new())
 }
 
 /// The engine's launcher for `choice`: the vLLM harness under a Python, or llama-bench.
 fn launcher_for(choice: &EngineChoice) -> anyhow::Result<Box<dyn engine::protocol::Launcher>> {
     match choice {
-        EngineChoice::Vllm { python } => Ok(Box::new(VllmLauncher::find(python.as_deref())?)),
-        EngineChoice::LlamaCpp { llama_bench } => Ok(Box::new(
-            engine::llama_cpp::LlamaBenchLauncher::find(llama_bench.as_deref())?,
-        )),
+        EngineChoice {
+            engine: Engine::Vllm,
+            program,
+        } => Ok(Box::new(VllmLauncher::find(program.as_deref())?)),
+        EngineChoice {
+            engine: Engine::LlamaCpp,
+            program,
+        } => Ok(Box::new(engine::llama_cpp::LlamaBenchLauncher::find(
+            program.as_deref(),
+        )?)),
     }
 }
 
@@ -183,12 +208,12 @@ fn engine_inputs<'a>(
     threads: usize,
 ) -> EngineInputs<'a> {
     let catalog = crate::plan::Catalog::builtin();
-    let (builds, planned) = match choice {
-        EngineChoice::Vllm { .. } => {
+    let (builds, planned) = match choice.engine {
+        Engine::Vllm => {
             let builds = catalog
                 .paths()
                 .iter()
-                .filter(|p| p.engine == crate::plan::Engine::Vllm)
+                .filter(|p| p.engine == Engine::Vllm)
                 .filter_map(|p| {
                     let bench = p.bench_path.as_deref()?;
                     // One build per bench path: fp16 is measured by bf16.
@@ -212,23 +237,18 @@ fn engine_inputs<'a>(
             };
             (builds, planned)
         }
-        EngineChoice::LlamaCpp { .. } => {
+        Engine::LlamaCpp => {
             // The plan under test is llama.cpp's own for this profile.
-            let name = crate::plan::decide_for(
-                profile,
-                req.priority,
-                &catalog,
-                crate::plan::Engine::LlamaCpp,
-            )
-            .path
-            .name;
+            let name = crate::plan::decide_for(profile, req.priority, &catalog, Engine::LlamaCpp)
+                .path
+                .name;
             llama_cpp_builds(&catalog, &name, plan.off_cpu.as_deref())
         }
     };
     EngineInputs {
         builds,
         planned,
-        priority: req.priority.as_str().to_string(),
+        priority: req.priority,
         workload,
         model: engine::protocol::ModelDims {
             family: shape.model_type.clone(),
@@ -259,9 +279,7 @@ fn llama_cpp_builds(
     let builds: Vec<EngineBuild> = catalog
         .paths()
         .iter()
-        .filter(|p| {
-            p.engine == crate::plan::Engine::LlamaCpp && p.bits_per_weight.unwrap_or(16.0) < 8.0
-        })
+        .filter(|p| p.engine == Engine::LlamaCpp && p.bits_per_weight.unwrap_or(16.0) < 8.0)
         .filter_map(|p| {
             Some(EngineBuild {
                 build: p.gguf_type.as_deref()?.to_ascii_lowercase(),
@@ -568,7 +586,7 @@ fn plan_input(profile: &Profile, priority: Priority, source: &str) -> PlanInput 
         name: plan.path.name,
         bench_path: bench_path.filter(|_| off_cpu.is_none()),
         off_cpu,
-        priority: priority.as_str().to_string(),
+        priority,
         source: source.to_string(),
         x86_without_amx: profile.hardware_class == HardwareClass::X86Cpu
             && !crate::plan::rules::x86_amx_int8_usable(profile),

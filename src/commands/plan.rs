@@ -252,10 +252,10 @@ fn memory_of(
     fit: &memory::FitRequest,
 ) -> crate::plan::memory::MemoryFit {
     match spec.engine {
-        crate::plan::Engine::LlamaCpp => {
+        crate::contract::Engine::LlamaCpp => {
             crate::plan::memory_llama_cpp::fit(&one.profile, spec, fit)
         }
-        crate::plan::Engine::Vllm => memory::fit(&one.profile, spec, fit),
+        crate::contract::Engine::Vllm => memory::fit(&one.profile, spec, fit),
     }
 }
 

@@ -38,7 +38,12 @@ pub const SDIST_VERSION: &str = "0.3.36";
 pub const SDIST_SHA256: &str = "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e";
 /// The upstream commit and build number of the vendored tree.
 pub const LLAMA_COMMIT: &str = "0c1e57098";
-pub const LLAMA_BUILD: &str = "11312";
+macro_rules! llama_build {
+    () => {
+        "11312"
+    };
+}
+pub const LLAMA_BUILD: &str = llama_build!();
 /// The build tools, from PyPI (scikit-build-core: the sdist's backend, which
 /// `pip download` needs to read its metadata).
 pub const TOOLS_PINS: &str =
@@ -53,8 +58,9 @@ const CONVERT_PY: &str = include_str!("../../scripts/engines/llama_convert.py");
 const SHELL_FAIL_FNS: &str = super::common::shell_fail_fns!();
 
 /// Where the script looks for the tree and the converter environment, under `$HOME`.
-const TREE_DEFAULT: &str = ".cache/edgeplan/llama.cpp-b11312";
-const CONVERT_VENV_DEFAULT: &str = ".cache/edgeplan/venv-convert-llama.cpp-b11312";
+const TREE_DEFAULT: &str = concat!(".cache/edgeplan/llama.cpp-b", llama_build!());
+const CONVERT_VENV_DEFAULT: &str =
+    concat!(".cache/edgeplan/venv-convert-llama.cpp-b", llama_build!());
 
 /// The script for `plan` (rendered for llama.cpp) on the device of `profile`.
 pub fn script(plan: &Plan, _profile: &Profile) -> anyhow::Result<String> {

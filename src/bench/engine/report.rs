@@ -112,7 +112,7 @@ pub struct EngineVerdict {
     /// kernels can check.
     pub planned: Option<String>,
     pub planned_build: Option<String>,
-    pub priority: String,
+    pub priority: crate::profile::Priority,
     pub status: Status,
     /// The build to deploy with this engine on this host, and its catalog path.
     pub recommended_build: Option<String>,

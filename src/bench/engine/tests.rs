@@ -44,7 +44,10 @@ fn run_fake(
     let inputs = EngineInputs {
         builds: builds(),
         planned: planned.map(str::to_string).map_err(str::to_string),
-        priority: priority.into(),
+        priority: crate::profile::Priority::ALL
+            .into_iter()
+            .find(|p| p.as_str() == priority)
+            .unwrap(),
         workload: &w,
         model: protocol::ModelDims {
             family: Some("qwen3".into()),

@@ -15,6 +15,7 @@ use super::report::{EngineComparison, EngineRow, EngineVerdict};
 use crate::bench::backend::Phase;
 use crate::bench::paired::{Interval, Judgement, TIE_BAND, judge};
 use crate::bench::verdict::{NOISY_WIDTH, Status};
+use crate::profile::Priority;
 
 pub(super) fn decide(
     inputs: &EngineInputs,
@@ -32,7 +33,7 @@ pub(super) fn decide(
     let mut v = EngineVerdict {
         planned: None,
         planned_build: None,
-        priority: inputs.priority.clone(),
+        priority: inputs.priority,
         status: Status::NotApplicable,
         recommended_build: None,
         recommended_path: None,
@@ -69,7 +70,7 @@ pub(super) fn decide(
         v.reason = format!("{planned} is the only build this engine runs here");
         return v;
     }
-    let chosen = if inputs.priority == "fidelity" {
+    let chosen = if inputs.priority == Priority::Fidelity {
         fidelity(inputs, &planned, &decode, &mut v)
     } else {
         speed(&planned, &decode, rows, &mut v)
