@@ -675,6 +675,23 @@ fn readable_serde_error(message: &str) -> String {
 }
 
 impl Profile {
+    /// Whether this CPU can run AMX-INT8 tiles: the probe's `usable` verdict where the
+    /// profile has the OS facts (`cpu.features.amx_int8.os`), otherwise the
+    /// /proc/cpuinfo flags amx_tile + amx_int8 (the kernel filters those, so they imply
+    /// the OS enabled the tile state, not that this process may use it). The one
+    /// source for both engines' AMX gates and for `bench`.
+    pub fn amx_int8_usable(&self) -> bool {
+        match self.cpu.features.get("amx_int8") {
+            Some(f) if f.os.is_some() => f.usable,
+            _ => self.cpu.has_flag("amx_tile") && self.cpu.has_flag("amx_int8"),
+        }
+    }
+
+    /// An x86 CPU host ([`HardwareClass::X86Cpu`]) whose AMX-INT8 tiles are usable.
+    pub fn x86_amx_int8_usable(&self) -> bool {
+        self.hardware_class == HardwareClass::X86Cpu && self.amx_int8_usable()
+    }
+
     /// Parses one profile from JSON text. `origin` names the input in errors.
     /// Checks `schema_version` before the shape so a version-2 profile says so.
     pub fn from_json(text: &str, origin: &str) -> anyhow::Result<Profile> {
@@ -796,6 +813,33 @@ impl CpuLists {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn amx_is_the_os_verdict_when_known_else_the_flags() {
+        let mut p = with_measurements(None);
+        assert!(!p.amx_int8_usable(), "no flags, no features");
+        p.cpu.flags = vec!["amx_tile".into(), "amx_int8".into()];
+        assert!(p.x86_amx_int8_usable(), "the flags, OS unknown");
+        let hidden = Feature {
+            cpu: true,
+            os: Some(false),
+            usable: false,
+        };
+        p.cpu.features.insert("amx_int8".into(), hidden);
+        assert!(
+            !p.amx_int8_usable(),
+            "the OS refused the tile state: the flags do not overrule it"
+        );
+        let unknown = Feature {
+            cpu: true,
+            os: None,
+            usable: false,
+        };
+        p.cpu.features.insert("amx_int8".into(), unknown);
+        assert!(p.amx_int8_usable(), "os null: back to the flags");
+        p.hardware_class = HardwareClass::Arm64Cpu;
+        assert!(!p.x86_amx_int8_usable());
+    }
 
     fn with_measurements(measurements: Option<serde_json::Value>) -> Profile {
         let mut v: serde_json::Value = serde_json::from_str(

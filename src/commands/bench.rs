@@ -589,7 +589,7 @@ fn plan_input(profile: &Profile, priority: Priority, source: &str) -> PlanInput 
         priority,
         source: source.to_string(),
         x86_without_amx: profile.hardware_class == HardwareClass::X86Cpu
-            && !crate::plan::rules::x86_amx_int8_usable(profile),
+            && !profile.x86_amx_int8_usable(),
     }
 }
 

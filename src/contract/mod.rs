@@ -3,6 +3,7 @@
 //! It makes no decisions.
 
 mod engine_id;
+pub(crate) mod gguf;
 pub(crate) mod pins;
 
 pub use engine_id::Engine;

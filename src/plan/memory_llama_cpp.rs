@@ -20,6 +20,7 @@
 
 use super::catalog::PathSpec;
 use super::memory::{self, FitRequest, KvDtype, LlamaCppMemory, MemoryFit, WeightBytes};
+use crate::contract::gguf::{FileType, GgmlType, Role, tensor_type};
 use crate::model::{LayerKind, ModelShape};
 use crate::profile::{Arch, HardwareClass, Profile};
 
@@ -27,133 +28,6 @@ use crate::profile::{Arch, HardwareClass, Profile};
 pub const UBATCH: u64 = 512;
 /// llama.cpp pads the context and each stream's cells to this (llama-context.cpp:290).
 const CELL_PAD: u64 = 256;
-
-/// A ggml tensor type, with its block geometry (ggml-common.h, ggml.c type_traits).
-// Named as ggml names them (GGML_TYPE_Q4_K), which the plan prints.
-#[allow(non_camel_case_types)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GgmlType {
-    F16,
-    BF16,
-    Q4_0,
-    Q5_0,
-    Q8_0,
-    Q4_K,
-    Q6_K,
-}
-
-impl GgmlType {
-    /// (elements per block, bytes per block).
-    fn block(self) -> (u64, u64) {
-        match self {
-            GgmlType::F16 | GgmlType::BF16 => (1, 2),
-            GgmlType::Q4_0 => (32, 18),
-            GgmlType::Q5_0 => (32, 22),
-            GgmlType::Q8_0 => (32, 34),
-            GgmlType::Q4_K => (256, 144),
-            GgmlType::Q6_K => (256, 210),
-        }
-    }
-
-    /// Bytes of a `cols` x `rows` tensor (`ggml_row_size` x rows).
-    fn bytes(self, cols: u64, rows: u64) -> u64 {
-        let (per, bytes) = self.block();
-        (cols / per).saturating_mul(bytes).saturating_mul(rows)
-    }
-
-    /// The type llama-quantize stores instead when `cols` is not a multiple of the
-    /// block (`tensor_type_fallback`, llama-quant.cpp:390-442).
-    fn fitted(self, cols: u64) -> GgmlType {
-        if cols.is_multiple_of(self.block().0) {
-            return self;
-        }
-        let fallback = match self {
-            GgmlType::Q4_K => GgmlType::Q5_0,
-            GgmlType::Q6_K => GgmlType::Q8_0,
-            other => other,
-        };
-        if cols.is_multiple_of(fallback.block().0) {
-            fallback
-        } else {
-            GgmlType::F16
-        }
-    }
-}
-
-/// The llama-quantize file types edgeplan plans.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileType {
-    Q4_0,
-    Q4KM,
-    BF16,
-    F16,
-}
-
-impl FileType {
-    /// From a catalog `gguf_type`.
-    pub fn parse(s: &str) -> Option<FileType> {
-        Some(match s {
-            "Q4_0" => FileType::Q4_0,
-            "Q4_K_M" => FileType::Q4KM,
-            "BF16" => FileType::BF16,
-            "F16" => FileType::F16,
-            _ => return None,
-        })
-    }
-
-    fn default_type(self) -> GgmlType {
-        match self {
-            FileType::Q4_0 => GgmlType::Q4_0,
-            FileType::Q4KM => GgmlType::Q4_K,
-            FileType::BF16 => GgmlType::BF16,
-            FileType::F16 => GgmlType::F16,
-        }
-    }
-
-    fn quantized(self) -> bool {
-        matches!(self, FileType::Q4_0 | FileType::Q4KM)
-    }
-}
-
-/// What llama-quantize calls a tensor, as far as its type rules go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Role {
-    TokenEmbd,
-    Output,
-    AttnV,
-    FfnDown,
-    Other,
-}
-
-/// `use_more_bits` (llama-quant.cpp:452-454): the layers Q4_K_M keeps at Q6_K.
-fn use_more_bits(i: u64, n: u64) -> bool {
-    // Past the first disjunct `i >= n / 8`, so the subtraction cannot underflow.
-    i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2
-}
-
-/// The type of a 2-D tensor of `role` (layer `i` of `n`) with `cols` columns.
-fn tensor_type(ft: FileType, role: Role, tied: bool, i: u64, n: u64, cols: u64) -> GgmlType {
-    let base = ft.default_type();
-    if !ft.quantized() {
-        return base;
-    }
-    let head = role == Role::Output || (tied && role == Role::TokenEmbd);
-    let chosen = if head {
-        if !cols.is_multiple_of(base.block().0) {
-            GgmlType::Q8_0
-        } else {
-            GgmlType::Q6_K
-        }
-    } else if ft == FileType::Q4KM
-        && matches!(role, Role::AttnV | Role::FfnDown)
-        && use_more_bits(i, n)
-    {
-        GgmlType::Q6_K
-    } else {
-        base
-    };
-    chosen.fitted(cols)
-}
 
 /// Which weights the CPU backend copies into a repacked (or AMX) buffer at load, on
 /// this device's ISA (the build script compiles llama.cpp natively). The copy is the
@@ -452,6 +326,7 @@ pub fn fit(profile: &Profile, path: &PathSpec, request: &FitRequest) -> MemoryFi
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contract::gguf::use_more_bits;
 
     fn qwen3_0_6b() -> ModelShape {
         ModelShape::from_config_json(

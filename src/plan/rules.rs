@@ -791,12 +791,6 @@ fn verification(
     }
 }
 
-/// Whether vLLM's W4A8 kernel could run here: an x86 CPU with AMX-INT8 usable (the
-/// same test the rules apply). `bench` uses it to word its verdict.
-pub fn x86_amx_int8_usable(profile: &Profile) -> bool {
-    profile.hardware_class == HardwareClass::X86Cpu && amx_int8_usable(profile, "").0
-}
-
 /// Where the AMX facts came from, for the trace: a live probe reads CPUID, XCR0 and the
 /// tile permission; a captured tree has only the cpuinfo flags, and its `os` verdict can
 /// only come from the kernel release (a kernel before 5.16 never enables the tile state).
@@ -857,7 +851,7 @@ fn amx_from_os_facts(profile: &Profile, f: &Feature, origin: &str) -> (bool, Ste
         outcome,
         facts,
     };
-    (f.usable, step)
+    (profile.amx_int8_usable(), step)
 }
 
 /// The AMX verdict without OS facts (`feature` absent, or its `os` null): the
@@ -869,7 +863,7 @@ fn amx_from_flags(profile: &Profile, feature: Option<&Feature>, origin: &str) ->
         Some(_) => "cpu.features.amx_int8.os is null (OS enablement unknown, as under a sysroot)",
         None => "the profile has no cpu.features.amx_int8 entry",
     };
-    let usable = flags_tile && flags_int8;
+    let usable = profile.amx_int8_usable();
     let mut facts = vec![
         fact(
             "cpu.flags has amx_tile",

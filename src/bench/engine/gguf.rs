@@ -25,6 +25,8 @@ use std::path::Path;
 
 use super::protocol::ModelDims;
 use crate::bench::rng::Rng;
+pub use crate::contract::gguf::{FileType, GgmlType};
+use crate::contract::gguf::{Role, tensor_type};
 use crate::error::data_error;
 
 /// The data section's alignment (`GGUF_DEFAULT_ALIGNMENT`, gguf.h).
@@ -32,102 +34,13 @@ pub const ALIGNMENT: u64 = 32;
 /// The GGUF version written.
 pub const VERSION: u32 = 3;
 
-/// The ggml tensor types the writer stores (ids from ggml.h `enum ggml_type`).
-#[allow(non_camel_case_types)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GgmlType {
-    F32,
-    F16,
-    Q4_0,
-    Q5_0,
-    Q8_0,
-    Q4_K,
-    Q6_K,
-}
-
-impl GgmlType {
-    pub fn id(self) -> u32 {
-        match self {
-            GgmlType::F32 => 0,
-            GgmlType::F16 => 1,
-            GgmlType::Q4_0 => 2,
-            GgmlType::Q5_0 => 6,
-            GgmlType::Q8_0 => 8,
-            GgmlType::Q4_K => 12,
-            GgmlType::Q6_K => 14,
-        }
-    }
-
-    /// (elements per block, bytes per block), ggml-common.h.
-    pub fn block(self) -> (u64, u64) {
-        match self {
-            GgmlType::F32 => (1, 4),
-            GgmlType::F16 => (1, 2),
-            GgmlType::Q4_0 => (32, 18),
-            GgmlType::Q5_0 => (32, 22),
-            GgmlType::Q8_0 => (32, 34),
-            GgmlType::Q4_K => (256, 144),
-            GgmlType::Q6_K => (256, 210),
-        }
-    }
-
-    /// The type llama-quantize stores instead when `cols` is not a multiple of the
-    /// block (`tensor_type_fallback`, llama-quant.cpp:390-442).
-    fn fitted(self, cols: u64) -> GgmlType {
-        if cols.is_multiple_of(self.block().0) {
-            return self;
-        }
-        let fallback = match self {
-            GgmlType::Q4_K => GgmlType::Q5_0,
-            GgmlType::Q6_K => GgmlType::Q8_0,
-            other => other,
-        };
-        if cols.is_multiple_of(fallback.block().0) {
-            fallback
-        } else {
-            GgmlType::F16
-        }
-    }
-}
-
-/// The llama-quantize file types `bench --engine llama.cpp` builds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileType {
-    Q4_0,
-    Q4KM,
-}
-
-impl FileType {
-    /// From a build name (`q4_0`, `q4_k_m`).
-    pub fn parse(build: &str) -> Option<FileType> {
-        match build.to_ascii_lowercase().as_str() {
-            "q4_0" => Some(FileType::Q4_0),
-            "q4_k_m" => Some(FileType::Q4KM),
-            _ => None,
-        }
-    }
-
-    /// The name llama.cpp gives it.
-    pub fn name(self) -> &'static str {
-        match self {
-            FileType::Q4_0 => "Q4_0",
-            FileType::Q4KM => "Q4_K_M",
-        }
-    }
-
-    /// `general.file_type` (`enum llama_ftype`, include/llama.h).
-    fn ftype(self) -> u32 {
-        match self {
-            FileType::Q4_0 => 2,
-            FileType::Q4KM => 15,
-        }
-    }
-
-    fn default_type(self) -> GgmlType {
-        match self {
-            FileType::Q4_0 => GgmlType::Q4_0,
-            FileType::Q4KM => GgmlType::Q4_K,
-        }
+/// The file type of a build `bench --engine llama.cpp` writes, from its build name
+/// (`q4_0`, `q4_k_m`, any case); `None` for a build the writer does not make.
+pub fn build_file_type(build: &str) -> Option<FileType> {
+    match build.to_ascii_lowercase().as_str() {
+        "q4_0" => Some(FileType::Q4_0),
+        "q4_k_m" => Some(FileType::Q4KM),
+        _ => None,
     }
 }
 
@@ -165,18 +78,6 @@ impl Arch {
     }
 }
 
-/// What llama-quantize calls a tensor, as far as its type rules go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Role {
-    TokenEmbd,
-    Output,
-    AttnV,
-    FfnDown,
-    Other,
-    /// 1-D: norms and biases, f32.
-    Vector,
-}
-
 /// One tensor of the file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TensorSpec {
@@ -196,28 +97,6 @@ impl TensorSpec {
         let rows: u64 = self.ne[1..].iter().product();
         self.ne[0] / per * bytes * rows
     }
-}
-
-/// `use_more_bits` (llama-quant.cpp:452-454): the layers Q4_K_M keeps at Q6_K.
-fn use_more_bits(i: u64, n: u64) -> bool {
-    // Past the first disjunct `i >= n / 8`, so the subtraction cannot underflow.
-    i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2
-}
-
-/// The type of a tensor of `role` (layer `i` of `n`) with `cols` columns.
-fn tensor_type(ft: FileType, role: Role, tied: bool, i: u64, n: u64, cols: u64) -> GgmlType {
-    let base = ft.default_type();
-    let head = role == Role::Output || (tied && role == Role::TokenEmbd);
-    let chosen = match role {
-        Role::Vector => return GgmlType::F32,
-        _ if head && !cols.is_multiple_of(base.block().0) => GgmlType::Q8_0,
-        _ if head => GgmlType::Q6_K,
-        Role::AttnV | Role::FfnDown if ft == FileType::Q4KM && use_more_bits(i, n) => {
-            GgmlType::Q6_K
-        }
-        _ => base,
-    };
-    chosen.fitted(cols)
 }
 
 /// The tensors of a model file, in the order the converter writes them.
@@ -517,6 +396,14 @@ fn set_scales(ty: GgmlType, b: &mut [u8]) {
             for pair in b.chunks_exact_mut(2) {
                 let r = u16::from_le_bytes([pair[0], pair[1]]);
                 let bits = (r & 0x83ff) | ((5 + (r >> 10) % 4) << 10);
+                pair.copy_from_slice(&bits.to_le_bytes());
+            }
+        }
+        // bf16 weights likewise (exponent field 117 .. 120: 2^-10 .. 2^-7).
+        GgmlType::BF16 => {
+            for pair in b.chunks_exact_mut(2) {
+                let r = u16::from_le_bytes([pair[0], pair[1]]);
+                let bits = (r & 0x807f) | ((117 + (r >> 7) % 4) << 7);
                 pair.copy_from_slice(&bits.to_le_bytes());
             }
         }

@@ -219,7 +219,7 @@ impl LlamaSession {
         let mut bytes = BTreeMap::new();
         let mut head_bytes = 0;
         for (i, name) in request.paths.iter().enumerate() {
-            let Some(ty) = FileType::parse(name) else {
+            let Some(ty) = gguf::build_file_type(name) else {
                 skipped.insert(name.clone(), "not a GGUF type edgeplan writes".to_string());
                 continue;
             };
