@@ -198,27 +198,24 @@ mod tests {
         ] {
             assert_eq!(FileType::parse(ft.name()), Some(ft));
         }
-        assert_eq!(
-            tensor_type(FileType::BF16, Role::Output, true, 0, 1, 1024),
-            GgmlType::BF16
-        );
-        assert_eq!(
-            tensor_type(FileType::Q4_0, Role::Vector, false, 0, 1, 1024),
-            GgmlType::F32
-        );
-        assert_eq!(
-            tensor_type(FileType::Q4_0, Role::Output, false, 0, 1, 1024),
-            GgmlType::Q6_K
-        );
-        // A head row that Q4_K's 256-block does not divide: Q8_0 (its 32-block does).
-        assert_eq!(
-            tensor_type(FileType::Q4KM, Role::Output, false, 0, 1, 1056),
-            GgmlType::Q8_0
-        );
-        // One that not even a 32-block divides: F16.
-        assert_eq!(
-            tensor_type(FileType::Q4_0, Role::Output, false, 0, 1, 48),
-            GgmlType::F16
-        );
+        // (file type, role, tied, cols) -> the type llama-quantize stores.
+        let cases = [
+            // A 16-bit file keeps its type, even for a tied head.
+            (FileType::BF16, Role::Output, true, 1024, GgmlType::BF16),
+            // Norms and biases stay f32.
+            (FileType::Q4_0, Role::Vector, false, 1024, GgmlType::F32),
+            (FileType::Q4_0, Role::Output, false, 1024, GgmlType::Q6_K),
+            // A head row that Q4_K's 256-block does not divide: Q8_0 (its 32-block does).
+            (FileType::Q4KM, Role::Output, false, 1056, GgmlType::Q8_0),
+            // One that not even a 32-block divides: F16.
+            (FileType::Q4_0, Role::Output, false, 48, GgmlType::F16),
+        ];
+        for (ft, role, tied, cols, want) in cases {
+            assert_eq!(
+                tensor_type(ft, role, tied, 0, 1, cols),
+                want,
+                "{ft:?} {role:?} {cols}"
+            );
+        }
     }
 }
